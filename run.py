@@ -1,0 +1,328 @@
+"""Building one call's pipeline from its plan.
+
+A single-AI call and a team call have the same shape::
+
+    [input socket → STT] → user context → LLM → [TTS] → output socket → assistant context
+
+A single-AI call puts its one LLM, STT and TTS in those slots; a team call
+puts the routers there (``routing/``), each over the members' deduplicated
+provider instances, and lets pipecat.flows (``team_flow.py``) drive which
+member is active. The bracketed parts exist only when the call has caller
+audio (``stt_type``) or spoken replies (``tts_type``). Everything about
+*what* to build was decided in :mod:`teamrunner.plan`; this module only
+assembles it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipecat.adapters.llm.schemas.function_schema import FunctionSchema
+from pipecat.adapters.llm.schemas.tools_schema import ToolsSchema
+from pipecat.flows import FlowManager
+from pipecat.frames.frames import (
+    BotSpeakingFrame,
+    InputTransportMessageFrame,
+    InterimTranscriptionFrame,
+    LLMFullResponseEndFrame,
+    LLMRunFrame,
+    LLMUpdateSettingsFrame,
+    TranscriptionFrame,
+    UserSpeakingFrame,
+    UserStartedSpeakingFrame,
+)
+from pipecat.observers.base_observer import BaseObserver
+from pipecat.pipeline.pipeline import Pipeline
+from pipecat.pipeline.worker import PipelineParams, PipelineWorker
+from pipecat.processors.aggregators.llm_context import NOT_GIVEN, LLMContext
+from pipecat.processors.aggregators.llm_response_universal import LLMContextAggregatorPair
+from pipecat.processors.frame_processor import FrameProcessor
+from pipecat.services.llm_service import LLMService
+from pipecat.services.settings import LLMSettings
+from pipecat.services.stt_service import STTService
+from pipecat.services.tts_service import TTSService
+
+from routing import RoutingLLMService, RoutingSTTService, RoutingTTSService, ServicePool
+from team_flow import Routers, TeamFlow
+from teamrunner.config import Settings
+from teamrunner.errors import StartError
+from teamrunner.manager.client import ManagerClient
+from teamrunner.manager.tools import ToolBridge
+from teamrunner.manager.transport import SAMPLE_RATE, ManagerSockets, open_sockets
+from teamrunner.plan import CallPlan, MemberPlan, ToolPlan
+from teamrunner.providers import LLM, STT, TTS, LLMSpec, STTSpec, TTSSpec
+from teamrunner.redaction import Redactor
+from teamrunner.speech_models import SpeechModels
+from teamrunner.turns import user_params
+
+# What counts as a call being alive, for the idle timeout: someone spoke or typed.
+ACTIVITY_FRAMES = (
+    BotSpeakingFrame,
+    InputTransportMessageFrame,
+    InterimTranscriptionFrame,
+    LLMFullResponseEndFrame,
+    TranscriptionFrame,
+    UserSpeakingFrame,
+    UserStartedSpeakingFrame,
+)
+
+
+@dataclass
+class Runtime:
+    """What every call in this process shares."""
+
+    settings: Settings
+    models: SpeechModels
+    manager: ManagerClient
+    redactor: Redactor
+
+
+@dataclass
+class Call:
+    """A built, not yet running, call.
+
+    Attributes:
+        plan: What the call is.
+        worker: The pipeline worker that runs it.
+        sockets: Its websockets to pipecat-manager.
+        components: Each processor that must come up for the call to start,
+            with the name a failure is reported under.
+        flow: The team's flow (None for a single-AI call).
+        flow_manager: pipecat.flows' manager for a team call.
+    """
+
+    plan: CallPlan
+    worker: PipelineWorker
+    sockets: ManagerSockets
+    components: list[tuple[str, FrameProcessor]]
+    flow: TeamFlow | None = None
+    flow_manager: FlowManager | None = None
+    system_instruction: str | None = None
+    secrets: list[str] = field(default_factory=list)
+
+    @property
+    def active_member(self) -> MemberPlan:
+        return self.flow.active if self.flow is not None else self.plan.start_member
+
+    async def begin(self) -> None:
+        """Queue what makes the first AI speak: its flow node, or a first LLM run."""
+        if self.flow_manager is not None and self.flow is not None:
+            await self.flow_manager.initialize(self.flow.start_node)
+            return
+        if self.system_instruction:
+            await self.worker.queue_frame(
+                LLMUpdateSettingsFrame(
+                    delta=LLMSettings(system_instruction=self.system_instruction)
+                )
+            )
+        await self.worker.queue_frame(LLMRunFrame())
+
+
+def build_call(plan: CallPlan, runtime: Runtime, observers: Iterable[BaseObserver] = ()) -> Call:
+    """Assemble the pipeline, services and sockets of ``plan`` (nothing connects yet).
+
+    Raises:
+        StartError: a provider could not be constructed from its settings.
+    """
+    sockets = open_sockets(
+        runtime.settings.manager_ws_url, plan.id, hears=plan.hears, redactor=runtime.redactor
+    )
+    components: list[tuple[str, FrameProcessor]] = []
+    if plan.is_team:
+        slots = _team_slots(plan, runtime, components)
+    else:
+        slots = _single_slots(plan, components)
+
+    context = LLMContext(messages=slots.history, tools=slots.tools)
+    aggregators = LLMContextAggregatorPair(
+        context, user_params=user_params(plan.turn, runtime.models, hears=plan.hears)
+    )
+    bridge = ToolBridge(plan.id, runtime.manager, slots.lookup_tool)
+    for name in slots.tool_names:
+        slots.llm.register_function(name, bridge, cancel_on_interruption=True)
+
+    processors: list[FrameProcessor] = []
+    if sockets.input is not None and slots.stt is not None:
+        processors += [sockets.input.input(), slots.stt]
+        components.insert(0, ("input socket to pipecat-manager", sockets.input.input()))
+    processors += [aggregators.user(), slots.llm]
+    if slots.tts is not None:
+        processors.append(slots.tts)
+    processors += [sockets.output.output(), aggregators.assistant()]
+    components.insert(0, ("output socket to pipecat-manager", sockets.output.output()))
+
+    worker = PipelineWorker(
+        Pipeline(processors),
+        params=PipelineParams(
+            audio_in_sample_rate=SAMPLE_RATE,
+            audio_out_sample_rate=SAMPLE_RATE,
+            enable_metrics=True,
+            enable_usage_metrics=True,
+        ),
+        idle_timeout_secs=runtime.settings.session_idle_secs,
+        idle_timeout_frames=ACTIVITY_FRAMES,
+        observers=list(observers),
+        name=f"call-{plan.id}",
+    )
+    call = Call(
+        plan=plan,
+        worker=worker,
+        sockets=sockets,
+        components=components,
+        flow=slots.flow,
+        system_instruction=slots.system_instruction,
+        secrets=_secrets(plan),
+    )
+    if slots.flow is not None:
+        call.flow_manager = slots.flow.flow_manager(worker, aggregators)
+    return call
+
+
+@dataclass
+class _Slots:
+    """What fills the service slots of the pipeline."""
+
+    llm: LLMService | RoutingLLMService
+    stt: STTService | RoutingSTTService | None
+    tts: TTSService | RoutingTTSService | None
+    history: list[dict[str, Any]]
+    tools: ToolsSchema | Any
+    tool_names: set[str]
+    lookup_tool: Callable[[str], ToolPlan | None]
+    flow: TeamFlow | None = None
+    system_instruction: str | None = None
+
+
+def _single_slots(plan: CallPlan, components: list[tuple[str, FrameProcessor]]) -> _Slots:
+    member = plan.start_member
+    llm = _build_llm(member.llm)
+    components.append((f"LLM {member.llm.describe()}", llm))
+    stt = _build_stt(member.stt) if plan.hears and member.stt else None
+    if stt is not None:
+        components.append((f"STT {member.stt.describe()}", stt))  # type: ignore[union-attr]
+    tts = _build_tts(member.tts) if plan.speaks and member.tts else None
+    if tts is not None:
+        components.append((f"TTS {member.tts.describe()}", tts))  # type: ignore[union-attr]
+    instruction, history = _split_system_prompt(plan.messages)
+    tools_by_name = {t.name: t for t in member.tools}
+    advertised = [
+        FunctionSchema(
+            name=t.name,
+            description=t.description,
+            properties=t.parameters.get("properties", {}),
+            required=t.parameters.get("required", []),
+        )
+        for t in member.tools
+    ]
+    return _Slots(
+        llm=llm,
+        stt=stt,
+        tts=tts,
+        history=history,
+        tools=ToolsSchema(standard_tools=advertised) if advertised else NOT_GIVEN,
+        tool_names=set(tools_by_name),
+        lookup_tool=tools_by_name.get,
+        system_instruction=instruction,
+    )
+
+
+def _team_slots(
+    plan: CallPlan, runtime: Runtime, components: list[tuple[str, FrameProcessor]]
+) -> _Slots:
+    members = plan.members.values()
+    llms: ServicePool[LLMSpec, LLMService] = ServicePool(_build_llm)
+    llm = RoutingLLMService(llms.for_members({m.id: m.llm for m in members}), plan.start_member_id)
+    components += _labelled("LLM", llms, members, lambda m: m.llm)
+    stt = tts = None
+    if plan.hears:
+        stts: ServicePool[STTSpec, STTService] = ServicePool(_build_stt)
+        stt = RoutingSTTService(
+            stts.for_members({m.id: m.stt for m in members}), plan.start_member_id
+        )
+        components += _labelled("STT", stts, members, lambda m: m.stt)
+    if plan.speaks:
+        ttss: ServicePool[TTSSpec, TTSService] = ServicePool(_build_tts)
+        tts = RoutingTTSService(
+            ttss.for_members({m.id: m.tts for m in members}), plan.start_member_id
+        )
+        components += _labelled("TTS", ttss, members, lambda m: m.tts)
+    flow = TeamFlow(plan, Routers(llm=llm, stt=stt, tts=tts), runtime.manager)
+    # Member prompts come from the team; a system message in the history would
+    # speak for whichever member wrote it to every member after.
+    history = [m for m in plan.messages if m.get("role") != "system"]
+    return _Slots(
+        llm=llm,
+        stt=stt,
+        tts=tts,
+        history=history,
+        tools=NOT_GIVEN,
+        tool_names=flow.tool_names(),
+        lookup_tool=flow.tool,
+        flow=flow,
+    )
+
+
+def _build_llm(spec: LLMSpec) -> LLMService:
+    return _construct("LLM", spec.describe(), lambda: _factory(LLM, spec.provider)(spec))
+
+
+def _build_stt(spec: STTSpec) -> STTService:
+    return _construct("STT", spec.describe(), lambda: _factory(STT, spec.provider)(spec))
+
+
+def _build_tts(spec: TTSSpec) -> TTSService:
+    return _construct("TTS", spec.describe(), lambda: _factory(TTS, spec.provider)(spec))
+
+
+def _factory(registry: Any, name: str) -> Callable[[Any], Any]:
+    provider = registry.get(name)
+    assert provider is not None, f"{name} was checked when the call was planned"
+    return provider.factory
+
+
+def _construct(kind: str, label: str, build: Callable[[], Any]) -> Any:
+    """Build a service, reporting a constructor's failure as the component that failed."""
+    try:
+        return build()
+    except Exception as e:
+        raise StartError(f"{kind} {label}", f"could not be created: {type(e).__name__}: {e}") from e
+
+
+def _labelled(
+    kind: str,
+    pool: ServicePool[Any, Any],
+    members: Iterable[MemberPlan],
+    spec_of: Callable[[MemberPlan], Any],
+) -> list[tuple[str, FrameProcessor]]:
+    """Name each pooled service after its spec and the members that use it."""
+    labelled = []
+    for spec, service in pool.items():
+        users = ", ".join(m.label for m in members if spec_of(m) == spec)
+        labelled.append((f"{kind} {spec.describe()} (members: {users})", service))
+    return labelled
+
+
+def _split_system_prompt(messages: list[dict[str, Any]]) -> tuple[str | None, list[dict[str, Any]]]:
+    """Take the leading system messages out of the history, as the LLM's system instruction.
+
+    That is where pipecat wants a system prompt since 1.9; the LLM receives
+    the same first message either way.
+    """
+    index = 0
+    while index < len(messages) and messages[index].get("role") == "system":
+        index += 1
+    parts = [str(m.get("content") or "") for m in messages[:index]]
+    instruction = "\n\n".join(p for p in parts if p)
+    return instruction or None, messages[index:]
+
+
+def _secrets(plan: CallPlan) -> list[str]:
+    """Every key the call uses, for the redactor."""
+    keys: set[str] = set()
+    for member in plan.members.values():
+        for spec in (member.llm, member.stt, member.tts):
+            if spec is not None and spec.key:
+                keys.add(spec.key)
+    return sorted(keys)

@@ -1,0 +1,142 @@
+"""The ``/run`` request exactly as pipecat-manager sends it (CONTRACT.md section 1).
+
+These pydantic models describe the shape of the JSON and nothing more: types,
+ranges, and which fields may be missing. Go marshals with ``omitempty`` and
+sends ``null`` for empty lists, so every field may be absent or null, and
+unknown fields are ignored. Whether the request makes sense (a supported
+provider, a team whose transitions lead somewhere) is decided in
+:mod:`teamrunner.plan`, which turns a request into a call plan.
+
+Keys are ``SecretStr``: printing a request, or an error about one, never shows
+them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr
+
+
+def _none_as_empty_list(value: Any) -> Any:
+    return [] if value is None else value
+
+
+def _none_as_empty_dict(value: Any) -> Any:
+    return {} if value is None else value
+
+
+# A pipecatcall id becomes a path segment in pipecat-manager's URLs, so it is
+# limited to characters that need no escaping. UUIDs fit.
+CallId = Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,128}$")]
+
+
+class _Incoming(BaseModel):
+    """Base for every model of the request: unknown fields are ignored."""
+
+    model_config = ConfigDict(extra="ignore", hide_input_in_errors=True)
+
+
+class FunctionCall(_Incoming):
+    name: str = ""
+    arguments: str = ""
+
+
+class ToolCall(_Incoming):
+    id: str
+    type: str = "function"
+    function: FunctionCall = Field(default_factory=FunctionCall)
+
+
+class Message(_Incoming):
+    """One OpenAI-style message of ``llm_messages``."""
+
+    role: str | None = None
+    content: str | list[Any] | None = None
+    name: str | None = None
+    tool_calls: Annotated[list[ToolCall], BeforeValidator(_none_as_empty_list)] = Field(
+        default_factory=list
+    )
+    tool_call_id: str | None = None
+
+
+class Tool(_Incoming):
+    """A tool the LLM may call; pipecat-manager executes it (CONTRACT.md section 3)."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    parameters: Annotated[dict[str, Any], BeforeValidator(_none_as_empty_dict)] = Field(
+        default_factory=dict
+    )
+    run_llm: bool = False
+
+
+class VADConfig(_Incoming):
+    """Silero VAD parameters; each one left out keeps pipecat's default."""
+
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    start_secs: float | None = Field(default=None, ge=0.0, le=10.0)
+    stop_secs: float | None = Field(default=None, ge=0.0, le=10.0)
+    min_volume: float | None = Field(default=None, ge=0.0, le=1.0)
+
+
+class ResolvedAI(_Incoming):
+    """The AI behind one team member."""
+
+    engine_model: str = ""
+    engine_key: SecretStr | None = None
+    init_prompt: str | None = None
+    parameter: Annotated[dict[str, Any], BeforeValidator(_none_as_empty_dict)] = Field(
+        default_factory=dict
+    )
+    tts_type: str | None = None
+    tts_voice_id: str | None = None
+    tts_language: str | None = None
+    stt_type: str | None = None
+    stt_language: str | None = None
+    vad_config: VADConfig | None = None
+    smart_turn_enabled: bool | None = None
+
+
+class Transition(_Incoming):
+    """A function the member's LLM may call to hand the caller to another member."""
+
+    function_name: str = Field(min_length=1)
+    description: str = ""
+    next_member_id: str = Field(min_length=1)
+
+
+class Member(_Incoming):
+    id: str = Field(min_length=1)
+    name: str = ""
+    ai: ResolvedAI
+    tools: Annotated[list[Tool], BeforeValidator(_none_as_empty_list)] = Field(default_factory=list)
+    transitions: Annotated[list[Transition], BeforeValidator(_none_as_empty_list)] = Field(
+        default_factory=list
+    )
+
+
+class ResolvedTeam(_Incoming):
+    id: str = ""
+    start_member_id: str = Field(min_length=1)
+    members: list[Member] = Field(min_length=1)
+
+
+class RunRequest(_Incoming):
+    """The body of ``POST /run``."""
+
+    id: CallId
+    llm_type: str | None = None
+    llm_key: SecretStr | None = None
+    llm_messages: Annotated[list[Message], BeforeValidator(_none_as_empty_list)] = Field(
+        default_factory=list
+    )
+    stt_type: str | None = None
+    stt_language: str | None = None
+    tts_type: str | None = None
+    tts_language: str | None = None
+    tts_voice_id: str | None = None
+    tools: Annotated[list[Tool], BeforeValidator(_none_as_empty_list)] = Field(default_factory=list)
+    resolved_team: ResolvedTeam | None = None
+    vad_config: VADConfig | None = None
+    smart_turn_enabled: bool = False

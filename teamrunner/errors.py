@@ -1,0 +1,87 @@
+"""The runner's errors, in one small hierarchy.
+
+::
+
+    RunnerError
+    ├── ConfigError          the environment is wrong; the process does not start
+    ├── RequestError         a /run request cannot be served as asked      → 4xx
+    │   ├── InvalidRequest   one or more fields are wrong (all of them listed) → 400
+    │   ├── SessionConflict  a call with that id is already running       → 409
+    │   └── SessionNotFound  no call with that id is running              → 404
+    ├── StartError           the call's pipeline could not be brought up  → 500
+    └── MemberSwitchError    a team transition could not be made (in-call, never HTTP)
+
+Every message says what is wrong and what would fix it, names the field or
+component, and never contains a key: errors are built from field paths and
+provider names, not from the request's values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class RunnerError(Exception):
+    """Base class of every error the runner raises on purpose."""
+
+
+class ConfigError(RunnerError):
+    """The environment holds a value the runner cannot use."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a request: where, and why."""
+
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}"
+
+
+class RequestError(RunnerError):
+    """A request the runner refuses; ``status`` is the HTTP status to answer with."""
+
+    status = 400
+
+    def __init__(self, message: str, problems: list[Problem] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.problems = problems or []
+
+
+class InvalidRequest(RequestError):
+    """One or more fields of a request are wrong; every problem is listed at once."""
+
+    status = 400
+
+    def __init__(self, problems: list[Problem]) -> None:
+        count = "1 problem" if len(problems) == 1 else f"{len(problems)} problems"
+        summary = "; ".join(str(p) for p in problems)
+        super().__init__(f"invalid request ({count}): {summary}", problems)
+
+
+class SessionConflict(RequestError):
+    """A call with this id is already running."""
+
+    status = 409
+
+
+class SessionNotFound(RequestError):
+    """No call with this id is running."""
+
+    status = 404
+
+
+class StartError(RunnerError):
+    """A call could not be started; ``component`` names the part that failed."""
+
+    def __init__(self, component: str, reason: str) -> None:
+        super().__init__(f"{component}: {reason}")
+        self.component = component
+        self.reason = reason
+
+
+class MemberSwitchError(RunnerError):
+    """A router cannot move to the requested member; the call stays where it is."""

@@ -1,0 +1,88 @@
+"""The provider registry: a provider is one entry, looked up by the name a request uses.
+
+An entry is a factory function that returns pipecat's base service type,
+registered with the environment variables it reads its key and endpoint
+from. The vendor import lives inside the factory, so a provider nobody asks
+for costs nothing. This module holds the mechanism only; the entries are in
+``llm.py``, ``stt.py`` and ``tts.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+SpecT = TypeVar("SpecT")
+ServiceT = TypeVar("ServiceT")
+
+
+@dataclass(frozen=True)
+class Provider(Generic[SpecT, ServiceT]):
+    """One provider of one kind (LLM, STT or TTS).
+
+    Attributes:
+        name: The name requests use (``openai``, ``deepgram``, ``cartesia``...).
+        factory: Builds the pipecat service for a spec.
+        key_variable: Environment variable holding the key when the request has none.
+        endpoint_variable: Environment variable that points the provider elsewhere.
+        needs_key: Whether a call cannot start without a key.
+        local: Whether it runs on this machine (no key, no network).
+        summary: One line for the README and error messages.
+    """
+
+    name: str
+    factory: Callable[[SpecT], ServiceT]
+    key_variable: str | None = None
+    endpoint_variable: str | None = None
+    needs_key: bool = True
+    local: bool = False
+    summary: str = ""
+
+
+class Registry(Generic[SpecT, ServiceT]):
+    """Providers of one kind, by name."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._providers: dict[str, Provider[SpecT, ServiceT]] = {}
+
+    def register(
+        self,
+        name: str,
+        *,
+        key_variable: str | None = None,
+        endpoint_variable: str | None = None,
+        local: bool = False,
+        summary: str = "",
+    ) -> Callable[[Callable[[SpecT], ServiceT]], Callable[[SpecT], ServiceT]]:
+        """Decorator: register ``factory`` as the provider called ``name``."""
+
+        def add(factory: Callable[[SpecT], ServiceT]) -> Callable[[SpecT], ServiceT]:
+            if name in self._providers:
+                raise ValueError(f"{self.kind} provider {name!r} is registered twice")
+            self._providers[name] = Provider(
+                name=name,
+                factory=factory,
+                key_variable=key_variable,
+                endpoint_variable=endpoint_variable,
+                needs_key=not local,
+                local=local,
+                summary=summary,
+            )
+            return factory
+
+        return add
+
+    def get(self, name: str) -> Provider[SpecT, ServiceT] | None:
+        return self._providers.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._providers)
+
+    def accepted(self) -> str:
+        """The accepted names, for error messages."""
+        return ", ".join(self.names())
+
+    def __iter__(self):
+        return iter(self._providers.values())

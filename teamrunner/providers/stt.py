@@ -1,0 +1,34 @@
+"""Speech-to-text providers: the ``stt_type`` of a request or member.
+
+Each entry builds one pipecat ``STTService`` from an :class:`STTSpec`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from teamrunner.providers.registry import Registry
+from teamrunner.providers.specs import STTSpec, to_language
+
+if TYPE_CHECKING:
+    from pipecat.services.stt_service import STTService
+
+STT: Registry[STTSpec, STTService] = Registry("STT")
+
+
+@STT.register(
+    "deepgram",
+    key_variable="DEEPGRAM_API_KEY",
+    endpoint_variable="DEEPGRAM_BASE_URL",
+    summary="Deepgram live streaming (nova-3), endpoint overridable with a ws:// base",
+)
+def deepgram_stt(spec: STTSpec) -> STTService:
+    from pipecat.services.deepgram.stt import DeepgramSTTService
+
+    return DeepgramSTTService(
+        api_key=spec.key or "",
+        base_url=spec.endpoint or "",
+        settings=DeepgramSTTService.Settings(
+            language=to_language(spec.language), interim_results=True
+        ),
+    )

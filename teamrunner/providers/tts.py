@@ -1,0 +1,58 @@
+"""Text-to-speech providers: the ``tts_type`` of a request or member.
+
+Each entry builds one pipecat ``TTSService`` from a :class:`TTSSpec`. The
+output sample rate is not chosen here: the pipeline asks every TTS for
+16 kHz, the rate pipecat-manager wants.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from teamrunner.providers.registry import Registry
+from teamrunner.providers.specs import TTSSpec, to_language
+
+if TYPE_CHECKING:
+    from pipecat.services.tts_service import TTSService
+
+TTS: Registry[TTSSpec, TTSService] = Registry("TTS")
+
+CARTESIA_DEFAULT_ENDPOINT = "wss://api.cartesia.ai"
+ELEVENLABS_DEFAULT_ENDPOINT = "wss://api.elevenlabs.io"
+
+
+@TTS.register(
+    "cartesia",
+    key_variable="CARTESIA_API_KEY",
+    endpoint_variable="CARTESIA_BASE_URL",
+    summary="Cartesia websocket streaming with word timestamps",
+)
+def cartesia_tts(spec: TTSSpec) -> TTSService:
+    from pipecat.services.cartesia.tts import CartesiaTTSService
+
+    base = (spec.endpoint or CARTESIA_DEFAULT_ENDPOINT).rstrip("/")
+    return CartesiaTTSService(
+        api_key=spec.key or "",
+        url=f"{base}/tts/websocket",
+        settings=CartesiaTTSService.Settings(
+            voice=spec.voice_id, language=to_language(spec.language)
+        ),
+    )
+
+
+@TTS.register(
+    "elevenlabs",
+    key_variable="ELEVENLABS_API_KEY",
+    endpoint_variable="ELEVENLABS_BASE_URL",
+    summary="ElevenLabs multi-context websocket streaming",
+)
+def elevenlabs_tts(spec: TTSSpec) -> TTSService:
+    from pipecat.services.elevenlabs.tts import ElevenLabsTTSService
+
+    return ElevenLabsTTSService(
+        api_key=spec.key or "",
+        url=(spec.endpoint or ELEVENLABS_DEFAULT_ENDPOINT).rstrip("/"),
+        settings=ElevenLabsTTSService.Settings(
+            voice=spec.voice_id, language=to_language(spec.language)
+        ),
+    )

@@ -1,0 +1,71 @@
+"""Serving the runner's HTTP API from inside another program's event loop.
+
+``python main.py`` is how the runner is deployed. The demo, the benchmarks
+and the tests also need a real runner on a real port, started and stopped
+from their own code; ``RunnerServer`` is that: uvicorn serving ``main``'s
+application on 127.0.0.1, on an ephemeral port unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Self
+
+import uvicorn
+from fastapi import FastAPI
+
+from teamrunner.config import Settings
+
+
+class RunnerServer:
+    """The runner, served in the background of the current event loop."""
+
+    def __init__(self, settings: Settings, *, configure_logs: bool = False) -> None:
+        from main import create_app
+
+        self.settings = settings
+        self.app: FastAPI = create_app(settings, configure_logs=configure_logs)
+        self._server = uvicorn.Server(
+            uvicorn.Config(
+                self.app,
+                host=settings.host,
+                port=settings.port,
+                log_level="warning",
+                lifespan="on",
+            )
+        )
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._server.serve())
+        while not self._server.started:
+            if self._task.done():
+                self._task.result()
+                raise RuntimeError("the runner's HTTP server stopped before it started")
+            await asyncio.sleep(0.01)
+
+    async def stop(self) -> None:
+        self._server.should_exit = True
+        if self._task is not None:
+            await self._task
+            self._task = None
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    @property
+    def port(self) -> int:
+        return self._server.servers[0].sockets[0].getsockname()[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.settings.host}:{self.port}"
+
+    @property
+    def sessions(self):
+        """The running calls (for tests and tools that inspect them)."""
+        return self.app.state.sessions

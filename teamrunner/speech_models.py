@@ -1,0 +1,112 @@
+"""Speech models loaded once per process and shared by every call.
+
+Silero VAD and the smart-turn model are ONNX graphs. pipecat's analyzers
+load their graph in their constructor, so one analyzer per call means one
+graph load per call (about 50 ms and 10 MB each, measured), and the Go side's
+previous runner paid that once per team member. Here an ``InferenceSession``
+is loaded once by ``SpeechModels`` and each call gets light analyzers that
+keep only their own per-call state (Silero's recurrent state, smart-turn's
+audio buffer) and run on the shared session, which ONNX Runtime allows to be
+used from several threads at once.
+
+The analyzers subclass pipecat's own and replace only how the graph is
+obtained; everything they compute is pipecat's code. That constructor swap
+leans on the attributes pipecat 1.14.0 sets (pinned in pyproject.toml), and
+``tests/test_speech_models.py`` checks the shared analyzers give the same
+answers as pipecat's own.
+"""
+
+from __future__ import annotations
+
+import threading
+from importlib import resources
+
+import onnxruntime
+from pipecat.audio.turn.smart_turn.base_smart_turn import BaseSmartTurn, SmartTurnParams
+from pipecat.audio.turn.smart_turn.local_smart_turn_v3 import LocalSmartTurnAnalyzerV3
+from pipecat.audio.vad.silero import SileroOnnxModel, SileroVADAnalyzer
+from pipecat.audio.vad.vad_analyzer import VADAnalyzer, VADParams
+
+
+def _bundled(package: str, name: str) -> str:
+    return str(resources.files(package).joinpath(name))
+
+
+class _SharedSileroModel(SileroOnnxModel):
+    """Silero's per-stream state around a session owned by someone else."""
+
+    def __init__(self, session: onnxruntime.InferenceSession) -> None:
+        # SileroOnnxModel.__init__ would load a session of its own.
+        self.session = session
+        self.sample_rates = [8000, 16000]
+        self.reset_states()
+
+
+class SharedSileroVAD(SileroVADAnalyzer):
+    """pipecat's Silero VAD running on a process-wide session."""
+
+    def __init__(self, session: onnxruntime.InferenceSession, params: VADParams | None = None):
+        # SileroVADAnalyzer.__init__ would load the model; set up what it sets up instead.
+        VADAnalyzer.__init__(self, params=params)
+        self._model = _SharedSileroModel(session)
+        self._windows_since_reset = 0
+        self._low_confidence_windows = 0
+
+
+class SharedSmartTurn(LocalSmartTurnAnalyzerV3):
+    """pipecat's smart-turn v3 analyzer running on a process-wide session."""
+
+    def __init__(
+        self, session: onnxruntime.InferenceSession, params: SmartTurnParams | None = None
+    ):
+        # LocalSmartTurnAnalyzerV3.__init__ would load the model.
+        BaseSmartTurn.__init__(self, params=params)
+        self._log_data = False
+        self._session = session
+
+
+class SpeechModels:
+    """The process's speech models, each loaded on first use and then shared."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._silero: onnxruntime.InferenceSession | None = None
+        self._smart_turn: onnxruntime.InferenceSession | None = None
+        self.loads = 0
+
+    def vad(self, params: VADParams | None = None) -> SharedSileroVAD:
+        """A fresh Silero VAD for one call."""
+        return SharedSileroVAD(self._silero_session(), params)
+
+    def smart_turn(self) -> SharedSmartTurn:
+        """A fresh smart-turn analyzer for one call."""
+        return SharedSmartTurn(self._smart_turn_session())
+
+    def _silero_session(self) -> onnxruntime.InferenceSession:
+        with self._lock:
+            if self._silero is None:
+                options = onnxruntime.SessionOptions()
+                options.inter_op_num_threads = 1
+                options.intra_op_num_threads = 1
+                self._silero = onnxruntime.InferenceSession(
+                    _bundled("pipecat.audio.vad.data", "silero_vad.onnx"),
+                    providers=["CPUExecutionProvider"],
+                    sess_options=options,
+                )
+                self.loads += 1
+            return self._silero
+
+    def _smart_turn_session(self) -> onnxruntime.InferenceSession:
+        with self._lock:
+            if self._smart_turn is None:
+                options = onnxruntime.SessionOptions()
+                options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+                options.inter_op_num_threads = 1
+                options.intra_op_num_threads = 1
+                options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+                self._smart_turn = onnxruntime.InferenceSession(
+                    _bundled("pipecat.audio.turn.smart_turn.data", "smart-turn-v3.2-cpu.onnx"),
+                    sess_options=options,
+                )
+                self.loads += 1
+            return self._smart_turn

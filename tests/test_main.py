@@ -1,0 +1,185 @@
+"""The HTTP API refuses bad requests with a status and a message that names the field.
+
+Every request here is refused before any call starts, so the runner's
+pipecat-manager address leads nowhere and nothing else is needed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from teamrunner.server import RunnerServer
+
+SECRET = "sk-test-DO-NOT-LEAK-4f9a1c"
+
+GOOD: dict[str, Any] = {
+    "id": "2f0b6c1e-8d1d-4a7e-9a57-1f0c6a1d2b3c",
+    "llm_type": "openai.gpt-4o",
+    "llm_key": SECRET,
+    "smart_turn_enabled": False,
+}
+
+
+def with_(**changes: Any) -> dict[str, Any]:
+    body = dict(GOOD)
+    for key, value in changes.items():
+        if value is ...:
+            body.pop(key, None)
+        else:
+            body[key] = value
+    return body
+
+
+CASES = [
+    # (name, body, status, the field named, words the message must contain)
+    ("id missing", with_(id=...), 422, "id", "Field required"),
+    ("id with a slash", with_(id="a/b"), 422, "id", "pattern"),
+    ("llm_type missing", with_(llm_type=...), 400, "llm_type", "<provider>.<model>"),
+    ("llm_type without a model", with_(llm_type="gpt4"), 400, "llm_type", "openai"),
+    ("unsupported LLM", with_(llm_type="claude.sonnet"), 400, "llm_type", "gemini, grok, openai"),
+    ("unsupported STT", with_(stt_type="whisperx"), 400, "stt_type", "accepted: deepgram"),
+    ("unsupported TTS", with_(tts_type="polly"), 400, "tts_type", "cartesia"),
+    (
+        "VAD confidence above 1",
+        with_(vad_config={"confidence": 1.5}),
+        422,
+        "vad_config.confidence",
+        "less than or equal to 1",
+    ),
+    (
+        "VAD stop_secs negative",
+        with_(vad_config={"stop_secs": -1}),
+        422,
+        "vad_config.stop_secs",
+        "greater than or equal to 0",
+    ),
+    (
+        "tool without a name",
+        with_(tools=[{"description": "x"}]),
+        422,
+        "tools[0].name",
+        "Field required",
+    ),
+    (
+        "two tools with one name",
+        with_(tools=[{"name": "a"}, {"name": "a"}]),
+        400,
+        "tools",
+        "'a' is used twice",
+    ),
+    (
+        "tool names that collide once made valid",
+        with_(tools=[{"name": "send email"}, {"name": "send?email"}]),
+        400,
+        "tools",
+        "become 'send_email'",
+    ),
+    ("llm_messages not a list", with_(llm_messages="hello"), 422, "llm_messages", "list"),
+    (
+        "smart_turn_enabled not a bool",
+        with_(smart_turn_enabled="maybe"),
+        422,
+        "smart_turn_enabled",
+        "boolean",
+    ),
+    ("no key anywhere", with_(llm_key=...), 400, "llm_key", "OPENAI_API_KEY"),
+    (
+        "unknown language",
+        with_(stt_type="deepgram", stt_language="klingon"),
+        400,
+        "stt_language",
+        "not a language code",
+    ),
+    ("deepgram without its key", with_(stt_type="deepgram"), 400, "stt_type", "DEEPGRAM_API_KEY"),
+]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "field", "words"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+async def test_malformed_request_is_refused_naming_the_field(
+    bare_runner: RunnerServer, http: httpx.AsyncClient, body, status, field, words
+) -> None:
+    response = await http.post(f"{bare_runner.url}/run", json=body)
+
+    assert response.status_code == status, response.text
+    answer = response.json()
+    assert answer["status"] == "error"
+    assert field in [p["field"] for p in answer["problems"]], answer
+    assert words in answer["error"], answer["error"]
+    assert SECRET not in response.text
+    assert len(bare_runner.sessions) == 0
+
+
+async def test_body_that_is_not_json_is_refused(
+    bare_runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    response = await http.post(
+        f"{bare_runner.url}/run", content=b"{not json", headers={"content-type": "application/json"}
+    )
+
+    assert response.status_code == 422
+    assert "JSON" in response.json()["error"]
+
+
+async def test_a_key_of_the_wrong_type_is_not_echoed(
+    bare_runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    body = with_(llm_key={"value": SECRET})
+
+    response = await http.post(f"{bare_runner.url}/run", json=body)
+
+    assert response.status_code == 422
+    assert [p["field"] for p in response.json()["problems"]] == ["llm_key"]
+    assert SECRET not in response.text
+
+
+async def test_every_problem_is_reported_at_once(
+    bare_runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    body = with_(llm_type="claude.x", stt_type="nope", tts_type="nada")
+
+    response = await http.post(f"{bare_runner.url}/run", json=body)
+
+    assert response.status_code == 400
+    fields = {p["field"] for p in response.json()["problems"]}
+    assert fields == {"llm_type", "stt_type", "tts_type"}
+    assert "3 problems" in response.json()["error"]
+
+
+async def test_unknown_fields_are_ignored(
+    bare_runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    body = with_(llm_type="claude.x", something_new={"a": 1})
+
+    response = await http.post(f"{bare_runner.url}/run", json=body)
+
+    assert response.status_code == 400
+    assert [p["field"] for p in response.json()["problems"]] == ["llm_type"]
+
+
+async def test_stop_of_an_unknown_call_is_404(
+    bare_runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    response = await http.post(f"{bare_runner.url}/stop", params={"id": "nope"})
+
+    assert response.status_code == 404
+    assert "no call with id 'nope'" in response.json()["error"]
+
+
+async def test_health_reports_the_number_of_calls(
+    bare_runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    response = await http.get(f"{bare_runner.url}/health")
+
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok", "sessions": 0}
+
+
+def test_cases_cover_each_status() -> None:
+    assert {c[2] for c in CASES} == {400, 422}
+    assert json.dumps(GOOD)
