@@ -1,0 +1,72 @@
+"""PCM helpers the simulators share: converting samples to and from the wire encodings.
+
+Holds only sample arithmetic on mono audio (signed 16-bit little-endian,
+32-bit float, 8-bit mu-law) and a loudness measure. It knows nothing of any
+provider's protocol or of what a voice sounds like; ``voices.py`` builds on it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Encodings ``encode_samples`` can produce, by the names Cartesia uses for them.
+PCM_S16LE = "pcm_s16le"
+PCM_F32LE = "pcm_f32le"
+PCM_MULAW = "pcm_mulaw"
+SUPPORTED_ENCODINGS: frozenset[str] = frozenset({PCM_S16LE, PCM_F32LE, PCM_MULAW})
+
+_MULAW_BIAS = 0x84
+_MULAW_CLIP = 32635
+
+
+def s16le_to_float(pcm: bytes) -> np.ndarray:
+    """Decode signed 16-bit little-endian PCM into float samples in [-1, 1)."""
+    usable = len(pcm) - len(pcm) % 2
+    return np.frombuffer(pcm[:usable], dtype="<i2").astype(np.float32) / 32768.0
+
+
+def float_to_s16le(samples: np.ndarray) -> bytes:
+    """Encode float samples in [-1, 1] as signed 16-bit little-endian PCM."""
+    clipped = np.clip(samples, -1.0, 32767 / 32768)
+    return (clipped * 32768.0).astype("<i2").tobytes()
+
+
+def float_to_mulaw(samples: np.ndarray) -> bytes:
+    """Encode float samples as G.711 mu-law bytes (the telephony encoding)."""
+    pcm = np.clip(samples * 32768.0, -32768, 32767).astype(np.int32)
+    sign = np.where(pcm < 0, 0x80, 0x00)
+    magnitude = np.minimum(np.abs(pcm), _MULAW_CLIP) + _MULAW_BIAS
+    exponent = np.floor(np.log2(magnitude)).astype(np.int32) - 7
+    mantissa = (magnitude >> (exponent + 3)) & 0x0F
+    encoded = ~(sign | (exponent << 4) | mantissa) & 0xFF
+    return encoded.astype(np.uint8).tobytes()
+
+
+def encode_samples(samples: np.ndarray, encoding: str) -> bytes:
+    """Encode float samples in one of ``SUPPORTED_ENCODINGS``.
+
+    Raises:
+        ValueError: naming the encoding and the ones that are supported.
+    """
+    if encoding == PCM_S16LE:
+        return float_to_s16le(samples)
+    if encoding == PCM_F32LE:
+        return np.asarray(samples, dtype="<f4").tobytes()
+    if encoding == PCM_MULAW:
+        return float_to_mulaw(samples)
+    raise ValueError(
+        f"Encoding {encoding!r} is not supported; use one of {sorted(SUPPORTED_ENCODINGS)}."
+    )
+
+
+def bytes_per_sample(encoding: str) -> int:
+    """How many bytes one sample takes in ``encoding``, for cutting audio into chunks."""
+    return {PCM_S16LE: 2, PCM_F32LE: 4, PCM_MULAW: 1}[encoding]
+
+
+def rms_s16le(pcm: bytes) -> float:
+    """Root-mean-square level of s16le PCM, on the 16-bit scale (0 to 32768)."""
+    samples = s16le_to_float(pcm)
+    if samples.size == 0:
+        return 0.0
+    return float(np.sqrt(np.mean(np.square(samples, dtype=np.float64))) * 32768.0)
