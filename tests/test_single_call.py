@@ -1,4 +1,4 @@
-"""Single-AI calls end to end: the runner between the pipecat-manager simulator and provider simulators.
+"""Single-AI calls end to end, between the pipecat-manager and provider simulators.
 
 Each test starts a real runner on a real port, posts the request pipecat-manager
 would post, and reads what every simulator received and sent.
