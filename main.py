@@ -31,12 +31,12 @@ from run import Runtime
 from teamrunner.config import KEY_VARIABLES, Settings
 from teamrunner.contract import RunRequest
 from teamrunner.errors import Problem, RequestError, StartError
-from teamrunner.logs import configure_logging
+from teamrunner.logs import configure_logging, install_redaction
 from teamrunner.manager.client import ManagerClient
 from teamrunner.plan import plan_call
+from teamrunner.providers.resources import SharedResources
 from teamrunner.redaction import Redactor
 from teamrunner.sessions import Sessions
-from teamrunner.speech_models import SpeechModels
 
 
 def create_app(settings: Settings | None = None, *, configure_logs: bool = True) -> FastAPI:
@@ -48,9 +48,11 @@ def create_app(settings: Settings | None = None, *, configure_logs: bool = True)
         redactor = Redactor(resolved.key(name) or "" for name in KEY_VARIABLES)
         if configure_logs:
             configure_logging(redactor, json_lines=resolved.log_json)
+        else:
+            install_redaction(redactor)
         runtime = Runtime(
             settings=resolved,
-            models=SpeechModels(),
+            shared=SharedResources(),
             manager=ManagerClient(resolved),
             redactor=redactor,
         )
@@ -65,6 +67,7 @@ def create_app(settings: Settings | None = None, *, configure_logs: bool = True)
         finally:
             await app.state.sessions.stop_all("the runner is shutting down")
             await runtime.manager.close()
+            await runtime.shared.close()
 
     app = FastAPI(title="pipecat-team-runner", lifespan=lifespan)
     _add_error_handlers(app)

@@ -53,8 +53,8 @@ from teamrunner.manager.tools import ToolBridge
 from teamrunner.manager.transport import SAMPLE_RATE, ManagerSockets, open_sockets
 from teamrunner.plan import CallPlan, MemberPlan, ToolPlan
 from teamrunner.providers import LLM, STT, TTS, LLMSpec, STTSpec, TTSSpec
+from teamrunner.providers.resources import SharedResources
 from teamrunner.redaction import Redactor
-from teamrunner.speech_models import SpeechModels
 from teamrunner.turns import user_params
 
 # What counts as a call being alive, for the idle timeout: someone spoke or typed.
@@ -74,7 +74,7 @@ class Runtime:
     """What every call in this process shares."""
 
     settings: Settings
-    models: SpeechModels
+    shared: SharedResources
     manager: ManagerClient
     redactor: Redactor
 
@@ -133,11 +133,11 @@ def build_call(plan: CallPlan, runtime: Runtime, observers: Iterable[BaseObserve
     if plan.is_team:
         slots = _team_slots(plan, runtime, components)
     else:
-        slots = _single_slots(plan, components)
+        slots = _single_slots(plan, runtime, components)
 
     context = LLMContext(messages=slots.history, tools=slots.tools)
     aggregators = LLMContextAggregatorPair(
-        context, user_params=user_params(plan.turn, runtime.models, hears=plan.hears)
+        context, user_params=user_params(plan.turn, runtime.shared.models, hears=plan.hears)
     )
     bridge = ToolBridge(plan.id, runtime.manager, slots.lookup_tool)
     for name in slots.tool_names:
@@ -195,14 +195,17 @@ class _Slots:
     system_instruction: str | None = None
 
 
-def _single_slots(plan: CallPlan, components: list[tuple[str, FrameProcessor]]) -> _Slots:
+def _single_slots(
+    plan: CallPlan, runtime: Runtime, components: list[tuple[str, FrameProcessor]]
+) -> _Slots:
     member = plan.start_member
-    llm = _build_llm(member.llm)
+    shared = runtime.shared
+    llm = _builder(LLM, "LLM", shared)(member.llm)
     components.append((f"LLM {member.llm.describe()}", llm))
-    stt = _build_stt(member.stt) if plan.hears and member.stt else None
+    stt = _builder(STT, "STT", shared)(member.stt) if plan.hears and member.stt else None
     if stt is not None:
         components.append((f"STT {member.stt.describe()}", stt))  # type: ignore[union-attr]
-    tts = _build_tts(member.tts) if plan.speaks and member.tts else None
+    tts = _builder(TTS, "TTS", shared)(member.tts) if plan.speaks and member.tts else None
     if tts is not None:
         components.append((f"TTS {member.tts.describe()}", tts))  # type: ignore[union-attr]
     instruction, history = _split_system_prompt(plan.messages)
@@ -232,18 +235,19 @@ def _team_slots(
     plan: CallPlan, runtime: Runtime, components: list[tuple[str, FrameProcessor]]
 ) -> _Slots:
     members = plan.members.values()
-    llms: ServicePool[LLMSpec, LLMService] = ServicePool(_build_llm)
+    shared = runtime.shared
+    llms: ServicePool[LLMSpec, LLMService] = ServicePool(_builder(LLM, "LLM", shared))
     llm = RoutingLLMService(llms.for_members({m.id: m.llm for m in members}), plan.start_member_id)
     components += _labelled("LLM", llms, members, lambda m: m.llm)
     stt = tts = None
     if plan.hears:
-        stts: ServicePool[STTSpec, STTService] = ServicePool(_build_stt)
+        stts: ServicePool[STTSpec, STTService] = ServicePool(_builder(STT, "STT", shared))
         stt = RoutingSTTService(
             stts.for_members({m.id: m.stt for m in members}), plan.start_member_id
         )
         components += _labelled("STT", stts, members, lambda m: m.stt)
     if plan.speaks:
-        ttss: ServicePool[TTSSpec, TTSService] = ServicePool(_build_tts)
+        ttss: ServicePool[TTSSpec, TTSService] = ServicePool(_builder(TTS, "TTS", shared))
         tts = RoutingTTSService(
             ttss.for_members({m.id: m.tts for m in members}), plan.start_member_id
         )
@@ -264,30 +268,20 @@ def _team_slots(
     )
 
 
-def _build_llm(spec: LLMSpec) -> LLMService:
-    return _construct("LLM", spec.describe(), lambda: _factory(LLM, spec.provider)(spec))
+def _builder(registry: Any, kind: str, shared: SharedResources) -> Callable[[Any], Any]:
+    """A function building a service of ``registry`` for a spec."""
 
+    def build(spec: Any) -> Any:
+        provider = registry.get(spec.provider)
+        assert provider is not None, f"{spec.provider} was checked when the call was planned"
+        try:
+            return provider.factory(spec, shared)
+        except Exception as e:
+            raise StartError(
+                f"{kind} {spec.describe()}", f"could not be created: {type(e).__name__}: {e}"
+            ) from e
 
-def _build_stt(spec: STTSpec) -> STTService:
-    return _construct("STT", spec.describe(), lambda: _factory(STT, spec.provider)(spec))
-
-
-def _build_tts(spec: TTSSpec) -> TTSService:
-    return _construct("TTS", spec.describe(), lambda: _factory(TTS, spec.provider)(spec))
-
-
-def _factory(registry: Any, name: str) -> Callable[[Any], Any]:
-    provider = registry.get(name)
-    assert provider is not None, f"{name} was checked when the call was planned"
-    return provider.factory
-
-
-def _construct(kind: str, label: str, build: Callable[[], Any]) -> Any:
-    """Build a service, reporting a constructor's failure as the component that failed."""
-    try:
-        return build()
-    except Exception as e:
-        raise StartError(f"{kind} {label}", f"could not be created: {type(e).__name__}: {e}") from e
+    return build
 
 
 def _labelled(

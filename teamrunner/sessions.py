@@ -141,19 +141,21 @@ class Session:
 
     def _check_components(self) -> None:
         assert self.call is not None
+        base = self.runtime.settings.manager_ws_url
+        sockets = (("input", self.call.sockets.input), ("output", self.call.sockets.output))
+        for direction, socket in sockets:
+            if socket is not None and direction not in self._connected:
+                url = f"{base}/{self.id}/ws?direction={direction}"
+                transport = socket.input() if direction == "input" else socket.output()
+                detail = self._error_of(transport) or "no answer"
+                raise StartError(
+                    f"{direction} socket to pipecat-manager",
+                    f"could not connect to {url} ({detail}); is pipecat-manager listening "
+                    f"at PIPECATCALL_ADDRESS={self.runtime.settings.pipecatcall_address}?",
+                )
         for name, processor in self.call.components:
             if not processor.is_usable:
                 raise StartError(name, self._error_of(processor) or "failed to set up")
-        base = self.runtime.settings.manager_ws_url
-        for direction, socket in (
-            ("input", self.call.sockets.input),
-            ("output", self.call.sockets.output),
-        ):
-            if socket is not None and direction not in self._connected:
-                raise StartError(
-                    f"{direction} socket to pipecat-manager",
-                    f"could not connect to {base}/{self.id}/ws?direction={direction}",
-                )
 
     def _error_of(self, processor: object) -> str | None:
         for error in self._errors:

@@ -7,9 +7,13 @@ endpoint were resolved before a factory runs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from pipecat.services.openai.llm import OpenAILLMService
+from pipecat.services.xai.llm import GrokLLMService
 
 from teamrunner.providers.registry import Registry
+from teamrunner.providers.resources import OpenAIClients, SharedResources
 from teamrunner.providers.specs import LLMSpec
 
 if TYPE_CHECKING:
@@ -18,6 +22,33 @@ if TYPE_CHECKING:
 LLM: Registry[LLMSpec, LLMService] = Registry("LLM")
 
 XAI_DEFAULT_ENDPOINT = "https://api.x.ai/v1"
+
+
+class _PooledClient:
+    """Takes the service's OpenAI client from the process's pool instead of making its own."""
+
+    def __init__(self, *, clients: OpenAIClients, **kwargs: Any) -> None:
+        self._pool = clients
+        super().__init__(**kwargs)
+
+    def create_client(
+        self,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        organization: str | None = None,
+        project: str | None = None,
+        default_headers: dict[str, str] | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        return self._pool.get(api_key, base_url, organization, project, default_headers)
+
+
+class PooledOpenAILLMService(_PooledClient, OpenAILLMService):
+    """pipecat's OpenAI LLM on a shared client."""
+
+
+class PooledGrokLLMService(_PooledClient, GrokLLMService):
+    """pipecat's Grok LLM on a shared client."""
 
 
 def split_model(value: str) -> tuple[str, str] | None:
@@ -41,10 +72,9 @@ def split_model(value: str) -> tuple[str, str] | None:
     endpoint_variable="OPENAI_BASE_URL",
     summary="OpenAI chat completions (any OpenAI-compatible server via OPENAI_BASE_URL)",
 )
-def openai_llm(spec: LLMSpec) -> LLMService:
-    from pipecat.services.openai.llm import OpenAILLMService
-
-    return OpenAILLMService(
+def openai_llm(spec: LLMSpec, shared: SharedResources) -> LLMService:
+    return PooledOpenAILLMService(
+        clients=shared.openai_clients,
         api_key=spec.key,
         base_url=spec.endpoint,
         settings=OpenAILLMService.Settings(model=spec.model),
@@ -57,10 +87,9 @@ def openai_llm(spec: LLMSpec) -> LLMService:
     endpoint_variable="XAI_BASE_URL",
     summary=f"xAI Grok, OpenAI-compatible ({XAI_DEFAULT_ENDPOINT} unless XAI_BASE_URL)",
 )
-def grok_llm(spec: LLMSpec) -> LLMService:
-    from pipecat.services.xai.llm import GrokLLMService
-
-    return GrokLLMService(
+def grok_llm(spec: LLMSpec, shared: SharedResources) -> LLMService:
+    return PooledGrokLLMService(
+        clients=shared.openai_clients,
         api_key=spec.key or "",
         base_url=spec.endpoint or XAI_DEFAULT_ENDPOINT,
         settings=GrokLLMService.Settings(model=spec.model),
@@ -72,7 +101,7 @@ def grok_llm(spec: LLMSpec) -> LLMService:
     key_variable="GOOGLE_API_KEY",
     summary="Google Gemini through Google's own SDK",
 )
-def gemini_llm(spec: LLMSpec) -> LLMService:
+def gemini_llm(spec: LLMSpec, shared: SharedResources) -> LLMService:
     from pipecat.services.google.llm import GoogleLLMService
 
     return GoogleLLMService(

@@ -11,10 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from teamrunner.providers.resources import SharedResources
 
 SpecT = TypeVar("SpecT")
 ServiceT = TypeVar("ServiceT")
+
+# A factory builds one service for a spec, reusing what the process shares.
+Factory = Callable[[SpecT, "SharedResources"], ServiceT]
 
 
 @dataclass(frozen=True)
@@ -23,7 +29,7 @@ class Provider(Generic[SpecT, ServiceT]):
 
     Attributes:
         name: The name requests use (``openai``, ``deepgram``, ``cartesia``...).
-        factory: Builds the pipecat service for a spec.
+        factory: Builds the pipecat service for a spec, given the shared resources.
         key_variable: Environment variable holding the key when the request has none.
         endpoint_variable: Environment variable that points the provider elsewhere.
         needs_key: Whether a call cannot start without a key.
@@ -32,7 +38,7 @@ class Provider(Generic[SpecT, ServiceT]):
     """
 
     name: str
-    factory: Callable[[SpecT], ServiceT]
+    factory: Callable[[SpecT, SharedResources], ServiceT]
     key_variable: str | None = None
     endpoint_variable: str | None = None
     needs_key: bool = True
@@ -55,10 +61,10 @@ class Registry(Generic[SpecT, ServiceT]):
         endpoint_variable: str | None = None,
         local: bool = False,
         summary: str = "",
-    ) -> Callable[[Callable[[SpecT], ServiceT]], Callable[[SpecT], ServiceT]]:
+    ) -> Callable[[Factory[SpecT, ServiceT]], Factory[SpecT, ServiceT]]:
         """Decorator: register ``factory`` as the provider called ``name``."""
 
-        def add(factory: Callable[[SpecT], ServiceT]) -> Callable[[SpecT], ServiceT]:
+        def add(factory: Factory[SpecT, ServiceT]) -> Factory[SpecT, ServiceT]:
             if name in self._providers:
                 raise ValueError(f"{self.kind} provider {name!r} is registered twice")
             self._providers[name] = Provider(

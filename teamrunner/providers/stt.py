@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from teamrunner.providers.registry import Registry
+from teamrunner.providers.resources import SharedResources
 from teamrunner.providers.specs import STTSpec, to_language
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ STT: Registry[STTSpec, STTService] = Registry("STT")
     endpoint_variable="DEEPGRAM_BASE_URL",
     summary="Deepgram live streaming (nova-3), endpoint overridable with a ws:// base",
 )
-def deepgram_stt(spec: STTSpec) -> STTService:
+def deepgram_stt(spec: STTSpec, shared: SharedResources) -> STTService:
     from pipecat.services.deepgram.stt import DeepgramSTTService
 
     return DeepgramSTTService(

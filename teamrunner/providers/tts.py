@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from teamrunner.providers.registry import Registry
+from teamrunner.providers.resources import SharedResources
 from teamrunner.providers.specs import TTSSpec, to_language
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ ELEVENLABS_DEFAULT_ENDPOINT = "wss://api.elevenlabs.io"
     endpoint_variable="CARTESIA_BASE_URL",
     summary="Cartesia websocket streaming with word timestamps",
 )
-def cartesia_tts(spec: TTSSpec) -> TTSService:
+def cartesia_tts(spec: TTSSpec, shared: SharedResources) -> TTSService:
     from pipecat.services.cartesia.tts import CartesiaTTSService
 
     base = (spec.endpoint or CARTESIA_DEFAULT_ENDPOINT).rstrip("/")
@@ -46,7 +47,7 @@ def cartesia_tts(spec: TTSSpec) -> TTSService:
     endpoint_variable="ELEVENLABS_BASE_URL",
     summary="ElevenLabs multi-context websocket streaming",
 )
-def elevenlabs_tts(spec: TTSSpec) -> TTSService:
+def elevenlabs_tts(spec: TTSSpec, shared: SharedResources) -> TTSService:
     from pipecat.services.elevenlabs.tts import ElevenLabsTTSService
 
     return ElevenLabsTTSService(

@@ -1,0 +1,72 @@
+"""What providers share across calls: HTTP clients and loaded speech models.
+
+A service per call is cheap when what is expensive lives here, once per
+process: an OpenAI-compatible client keeps its pool of warm connections to
+one endpoint for every call that uses that endpoint and key (pipecat would
+otherwise open a client per service and never close it, leaving a
+keep-alive connection behind each call), and speech models are loaded once
+(``teamrunner.speech_models``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from openai import AsyncOpenAI, DefaultAsyncHttpxClient
+
+from teamrunner.speech_models import SpeechModels
+
+
+class OpenAIClients:
+    """One ``AsyncOpenAI`` client per endpoint and key, shared by every call."""
+
+    def __init__(self) -> None:
+        self._clients: dict[tuple[Any, ...], AsyncOpenAI] = {}
+
+    def get(
+        self,
+        api_key: str | None,
+        base_url: str | None,
+        organization: str | None = None,
+        project: str | None = None,
+        default_headers: dict[str, str] | None = None,
+    ) -> AsyncOpenAI:
+        key = (
+            api_key,
+            base_url,
+            organization,
+            project,
+            tuple(sorted((default_headers or {}).items())),
+        )
+        client = self._clients.get(key)
+        if client is None:
+            client = AsyncOpenAI(
+                api_key=api_key,
+                base_url=base_url,
+                organization=organization,
+                project=project,
+                default_headers=default_headers,
+                http_client=DefaultAsyncHttpxClient(),
+            )
+            self._clients[key] = client
+        return client
+
+    def __len__(self) -> int:
+        return len(self._clients)
+
+    async def close(self) -> None:
+        for client in self._clients.values():
+            await client.close()
+        self._clients.clear()
+
+
+@dataclass
+class SharedResources:
+    """Everything a provider factory may reuse instead of creating per call."""
+
+    models: SpeechModels = field(default_factory=SpeechModels)
+    openai_clients: OpenAIClients = field(default_factory=OpenAIClients)
+
+    async def close(self) -> None:
+        await self.openai_clients.close()
