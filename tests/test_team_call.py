@@ -1,0 +1,292 @@
+"""Team calls end to end: members hand the caller to one another, each with its own LLM, voice and ears.
+
+The team is a greeter (openai, Cartesia, Deepgram en), billing (grok,
+ElevenLabs, Deepgram en-GB) and support (openai, Cartesia with another voice,
+Deepgram en, so the same STT as the greeter). After each transition the
+test reads what every simulator received: the new member's LLM server got
+the new member's prompt and exactly its functions, the previous LLM got
+nothing more, caller audio reached only the new member's STT, bot audio
+carries the new voice, and pipecat-manager was told of the switch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+
+from conftest import OPENAI_KEY, XAI_KEY, Cloud
+from simulators.deepgram import ListenConnection
+from simulators.manager import CallRecord, Caller
+from simulators.openai import Reply
+from simulators.speech import speak
+from teamrunner.server import RunnerServer
+
+CALL_ID = "9d4e3c2b-1a0f-4e6d-8c7b-5a4f3e2d1c0b"
+GREETER, BILLING, SUPPORT = "member-greeter", "member-billing", "member-support"
+
+LOOKUP_INVOICE = {
+    "name": "get_invoice",
+    "description": "Look up an invoice.",
+    "parameters": {"type": "object", "properties": {"number": {"type": "string"}}, "required": []},
+}
+SEND_EMAIL = {"name": "send_email", "description": "Send an email.", "parameters": {}}
+
+
+def member(
+    member_id: str,
+    name: str,
+    *,
+    engine: str,
+    key: str,
+    prompt: str,
+    tts: tuple[str, str],
+    stt_language: str,
+    tools: list[dict[str, Any]],
+    transitions: list[tuple[str, str]],
+) -> dict[str, Any]:
+    return {
+        "id": member_id,
+        "name": name,
+        "ai": {
+            "engine_model": engine,
+            "engine_key": key,
+            "init_prompt": prompt,
+            "parameter": {"company": "Acme"},
+            "tts_type": tts[0],
+            "tts_voice_id": tts[1],
+            "stt_type": "deepgram",
+            "stt_language": stt_language,
+            "smart_turn_enabled": False,
+        },
+        "tools": tools,
+        "transitions": [
+            {"function_name": fn, "description": f"Hand over ({fn})", "next_member_id": to}
+            for fn, to in transitions
+        ],
+    }
+
+
+def team_request() -> dict[str, Any]:
+    members = [
+        member(
+            GREETER,
+            "Greeter",
+            engine="openai.gpt-4o",
+            key=OPENAI_KEY,
+            prompt="You greet callers for {{ company }}.",
+            tts=("cartesia", "voice-greeter"),
+            stt_language="en",
+            tools=[SEND_EMAIL],
+            transitions=[("transfer_to_billing", BILLING), ("transfer_to_support", SUPPORT)],
+        ),
+        member(
+            BILLING,
+            "Billing",
+            engine="grok.grok-3",
+            key=XAI_KEY,
+            prompt="You handle billing for {{ company }}.",
+            tts=("elevenlabs", "voice-billing"),
+            stt_language="en-GB",
+            tools=[LOOKUP_INVOICE],
+            transitions=[("transfer_to_greeter", GREETER)],
+        ),
+        member(
+            SUPPORT,
+            "Support",
+            engine="openai.gpt-4o",
+            key=OPENAI_KEY,
+            prompt="You fix problems for {{ company }}.",
+            tts=("cartesia", "voice-support"),
+            stt_language="en",
+            tools=[],
+            transitions=[],
+        ),
+    ]
+    return {
+        "id": CALL_ID,
+        "llm_type": "openai.gpt-4o",
+        "llm_key": OPENAI_KEY,
+        "llm_messages": [],
+        "stt_type": "deepgram",
+        "stt_language": "en",
+        "tts_type": "cartesia",
+        "tts_voice_id": "voice-greeter",
+        "resolved_team": {"id": "team-1", "start_member_id": GREETER, "members": members},
+        "smart_turn_enabled": False,
+    }
+
+
+def audio_by_language(cloud: Cloud) -> dict[str, int]:
+    connections: list[ListenConnection] = cloud.deepgram.connections
+    return {c.query.get("language", "?"): c.audio_bytes for c in connections if not c.closed}
+
+
+def voices_heard(cloud: Cloud, call: CallRecord) -> list[str]:
+    """The voices of the bot audio on the output socket, in order, one entry per stretch."""
+    runs: list[str] = []
+    for chunk in call.audio_chunks():
+        voice = cloud.voices.identify_voice(
+            chunk.pcm, 16000, ["voice-greeter", "voice-billing", "voice-support"]
+        )
+        if voice is not None and (not runs or runs[-1] != voice):
+            runs.append(voice)
+    return runs
+
+
+async def caller_says(cloud: Cloud, text: str) -> None:
+    cloud.deepgram.push_transcripts(text)
+    await cloud.manager.say(CALL_ID, Caller.pcm(speak(text)))
+
+
+async def test_transitions_switch_prompt_tools_llm_voice_and_ears(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    cloud.openai.push(
+        Reply.say("Welcome to Acme."),
+        Reply.say("Let me get billing.").and_call("transfer_to_billing"),
+        Reply.call("transfer_to_support"),
+        Reply.say("Support here, what is broken?"),
+    )
+    cloud.grok.push(
+        Reply.say("Billing here, how can I help?"),
+        Reply.call("transfer_to_greeter"),
+    )
+    call = cloud.manager.expect_call(CALL_ID, caller=Caller(Caller.silence(0.5)))
+
+    response = await http.post(f"{runner.url}/run", json=team_request())
+
+    assert response.status_code == 200, response.text
+    assert response.json()["team"] is True
+    # Three members, two distinct STT settings (en, en-GB): two Deepgram connections.
+    assert cloud.deepgram.connections_opened == 2
+    await call.wait_rtvi("bot-llm-stopped", count=1, timeout=10)
+    [greeting] = cloud.openai.requests
+    assert greeting.system_prompt == "You greet callers for Acme."
+    assert sorted(greeting.tool_names) == [
+        "send_email",
+        "transfer_to_billing",
+        "transfer_to_support",
+    ]
+    assert "ASYNC TOOLS" not in greeting.system_prompt
+    await call.wait(lambda c: voices_heard(cloud, c), 10, "the greeter's voice")
+    assert voices_heard(cloud, call) == ["voice-greeter"]
+
+    # Greeter -> billing.
+    before = audio_by_language(cloud)
+    await caller_says(cloud, "I have a billing question.")
+    [switch] = await call.wait_member_switches(1, timeout=15)
+    assert switch.transition_function_name == "transfer_to_billing"
+    assert switch.from_member["id"] == GREETER and switch.to_member["id"] == BILLING
+    assert switch.to_member == {
+        "id": BILLING,
+        "name": "Billing",
+        "engine_model": "grok.grok-3",
+        "tts_type": "elevenlabs",
+        "tts_voice_id": "voice-billing",
+        "stt_type": "deepgram",
+    }
+    [billing_first] = await cloud.grok.wait_for_requests(1, timeout=10)
+    assert billing_first.system_prompt == "You handle billing for Acme."
+    assert sorted(billing_first.tool_names) == ["get_invoice", "transfer_to_greeter"]
+    assert billing_first.authorization == f"Bearer {XAI_KEY}"
+    assert billing_first.model == "grok-3"
+    # The billing member sees the whole conversation so far.
+    assert any(m.get("content") == "I have a billing question." for m in billing_first.messages)
+    await call.wait(
+        lambda c: "Billing here, how can I help?" in c.bot_llm_text(), 10, "billing's greeting"
+    )
+    assert len(cloud.openai.requests) == 2  # the greeter's LLM got nothing more
+    await call.wait(lambda c: len(voices_heard(cloud, c)) == 2, 10, "billing's voice")
+    assert voices_heard(cloud, call) == ["voice-greeter", "voice-billing"]
+    heard_en = audio_by_language(cloud)["en"]
+    assert heard_en > before["en"]  # the caller's question went to the greeter's STT
+
+    # Billing -> greeter: caller audio now reaches only billing's STT (en-GB).
+    await caller_says(cloud, "Actually, I need the front desk.")
+    await call.wait_member_switches(2, timeout=15)
+    after_billing = audio_by_language(cloud)
+    assert after_billing["en-GB"] > before["en-GB"]
+    assert call.member_switches[1].to_member["id"] == GREETER
+
+    # Greeter (straight away) -> support.
+    switches = await call.wait_member_switches(3, timeout=15)
+    assert (switches[2].from_member["id"], switches[2].to_member["id"]) == (GREETER, SUPPORT)
+    requests = await cloud.openai.wait_for_requests(4, timeout=10)
+    greeter_again, support_first = requests[2], requests[3]
+    assert greeter_again.system_prompt == "You greet callers for Acme."
+    assert support_first.system_prompt == "You fix problems for Acme."
+    assert support_first.tool_names == []
+    await call.wait(
+        lambda c: "Support here, what is broken?" in c.bot_llm_text(), 10, "support's greeting"
+    )
+    await call.wait(lambda c: len(voices_heard(cloud, c)) == 3, 10, "support's voice")
+    # The greeter said nothing on its way through, so the caller heard three voices.
+    assert voices_heard(cloud, call) == ["voice-greeter", "voice-billing", "voice-support"]
+    assert len(cloud.grok.requests) == 2
+    # Three members, two TTS providers and three voices: one connection per voice.
+    assert cloud.cartesia.connections_opened == 2
+    assert cloud.elevenlabs.connections_opened == 1
+
+
+async def test_members_with_equal_settings_share_one_connection(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    body = team_request()
+    members = body["resolved_team"]["members"]
+    # Support speaks like the greeter, with the greeter's ears: two distinct TTS settings.
+    members[2]["ai"]["tts_voice_id"] = "voice-greeter"
+    cloud.openai.push(Reply.say("Welcome."))
+    call = cloud.manager.expect_call(CALL_ID, caller=Caller(Caller.silence(0.2)))
+
+    response = await http.post(f"{runner.url}/run", json=body)
+
+    assert response.status_code == 200, response.text
+    await call.wait_rtvi("bot-llm-stopped", timeout=10)
+    assert cloud.cartesia.connections_opened + cloud.elevenlabs.connections_opened == 2
+    assert cloud.cartesia.connections_opened == 1
+    assert cloud.deepgram.connections_opened == 2
+
+
+async def test_a_transition_whose_switch_fails_stays_with_the_current_member(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    cloud.openai.push(
+        Reply.say("Welcome."),
+        Reply.call("transfer_to_billing"),
+        Reply.say("Billing is unavailable, but I can help."),
+    )
+    call = cloud.manager.expect_call(CALL_ID, caller=Caller(Caller.silence(0.2)))
+    response = await http.post(f"{runner.url}/run", json=team_request())
+    assert response.status_code == 200, response.text
+    await call.wait_rtvi("bot-llm-stopped", timeout=10)
+    # Billing's voice provider now refuses the key: its service can no longer be used.
+    session = runner.sessions.get(CALL_ID)
+    [(_, billing_voice)] = [
+        (name, p) for name, p in session.call.components if name.startswith("TTS elevenlabs")
+    ]
+    unusable = asyncio.Event()
+    billing_voice.add_event_handler(
+        "on_usable_changed", lambda service, usable: unusable.set() if not usable else None
+    )
+    cloud.elevenlabs.refuse_connections = True
+    cloud.elevenlabs.refusal_status = 401
+    await cloud.elevenlabs.close_connections()
+    await asyncio.wait_for(unusable.wait(), 10)
+
+    await caller_says(cloud, "I have a billing question.")
+
+    third = (await cloud.openai.wait_for_requests(3, timeout=15))[2]
+    result = third.messages[-1]
+    assert result["role"] == "tool"
+    assert "could not transfer to Billing" in result["content"]
+    assert third.system_prompt == "You greet callers for Acme."
+    await call.wait(
+        lambda c: "Billing is unavailable, but I can help." in c.bot_llm_text(),
+        10,
+        "the greeter carrying on",
+    )
+    assert call.member_switches == []
+    assert cloud.grok.requests == []
+    assert session.call.active_member.id == GREETER
