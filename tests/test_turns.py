@@ -1,0 +1,75 @@
+"""vad_config and smart_turn_enabled change when the caller's turn ends.
+
+The caller says "I want to", pauses 1.2 seconds, then says "change my plan."
+Whether the pause ends the turn (two LLM runs, the first on half a
+sentence) or not (one run on the whole sentence) depends on the turn
+settings, which the Go side's previous runner silently ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from conftest import Cloud
+from simulators.manager import Caller
+from simulators.openai import Reply
+from simulators.speech import speak
+from teamrunner.server import RunnerServer
+from test_single_call import CALL_ID, voice_request
+
+
+async def first_user_turn(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient, **turn: Any
+) -> str:
+    """What the LLM was first asked after the caller spoke, under ``turn`` settings."""
+    cloud.openai.push(Reply.say("Hi."), Reply.say("Okay."), Reply.say("Okay."))
+    cloud.deepgram.push_transcripts("I want to", "change my plan.")
+    call = cloud.manager.expect_call(
+        CALL_ID,
+        caller=Caller(
+            Caller.silence(0.5),
+            Caller.pcm(speak("I want to")),
+            Caller.silence(1.2),
+            Caller.pcm(speak("change my plan.")),
+        ),
+    )
+    body = voice_request(tts_type=None, tts_voice_id=None, tools=[], **turn)
+    response = await http.post(f"{runner.url}/run", json=body)
+    assert response.status_code == 200, response.text
+    await call.wait_caller_done(timeout=15)
+    await call.wait(
+        lambda c: "change my plan." in " ".join(r.user_text or "" for r in cloud.openai.requests),
+        timeout=10,
+        what="the end of the sentence to reach the LLM",
+    )
+    return cloud.openai.requests[1].user_text or ""
+
+
+async def test_short_vad_stop_splits_a_pause_into_two_turns(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    first = await first_user_turn(cloud, runner, http, vad_config={"stop_secs": 0.2})
+
+    assert first == "I want to"
+
+
+async def test_long_vad_stop_keeps_the_sentence_in_one_turn(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    first = await first_user_turn(cloud, runner, http, vad_config={"stop_secs": 1.6})
+
+    assert first == "I want to change my plan."
+
+
+@pytest.mark.parametrize(
+    ("smart_turn", "expected"), [(False, "I want to"), (True, "I want to change my plan.")]
+)
+async def test_smart_turn_waits_out_a_pause_in_an_unfinished_sentence(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient, smart_turn: bool, expected: str
+) -> None:
+    first = await first_user_turn(cloud, runner, http, smart_turn_enabled=smart_turn)
+
+    assert first == expected
