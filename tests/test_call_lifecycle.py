@@ -11,13 +11,14 @@ import asyncio
 import json
 
 import httpx
-from conftest import OPENAI_KEY, Cloud, runner_settings
-from test_single_call import CALL_ID, SEND_EMAIL, voice_request
 
 from simulators.manager import Caller, ToolResult
 from simulators.openai import Reply
 from simulators.speech import speak
 from teamrunner.server import RunnerServer
+
+from conftest import OPENAI_KEY, Cloud, runner_settings
+from scenarios import CALL_ID, SEND_EMAIL, voice_request
 
 LONG_REPLY = (
     "Let me tell you everything about our plans, starting with the basic plan, "

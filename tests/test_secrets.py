@@ -12,6 +12,12 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from loguru import logger
+
+from simulators.manager import Caller
+from simulators.openai import Reply
+from teamrunner.server import RunnerServer
+
 from conftest import (
     CARTESIA_KEY,
     DEEPGRAM_KEY,
@@ -20,14 +26,7 @@ from conftest import (
     XAI_KEY,
     Cloud,
 )
-from loguru import logger
-from test_single_call import voice_request
-from test_team_call import CALL_ID as TEAM_CALL_ID
-from test_team_call import caller_says, team_request
-
-from simulators.manager import Caller
-from simulators.openai import Reply
-from teamrunner.server import RunnerServer
+from scenarios import TEAM_CALL_ID, caller_says, team_request, voice_request
 
 KEYS = [OPENAI_KEY, XAI_KEY, DEEPGRAM_KEY, CARTESIA_KEY, ELEVENLABS_KEY]
 

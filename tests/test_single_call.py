@@ -9,43 +9,14 @@ from __future__ import annotations
 import json
 
 import httpx
-from conftest import OPENAI_KEY, Cloud
 
 from simulators.manager import Caller, ToolResult
 from simulators.openai import Reply
 from simulators.speech import speak
 from teamrunner.server import RunnerServer
 
-CALL_ID = "6a1f9c2e-0b7d-4e55-8f3a-2c9d1e4b7a10"
-
-SEND_EMAIL = {
-    "name": "send_email",
-    "description": "Send an email to the caller.",
-    "parameters": {
-        "type": "object",
-        "properties": {"to": {"type": "string", "description": "Address"}},
-        "required": ["to"],
-    },
-    "run_llm": True,
-}
-
-
-def voice_request(**changes: object) -> dict[str, object]:
-    body: dict[str, object] = {
-        "id": CALL_ID,
-        "llm_type": "openai.gpt-4o",
-        "llm_key": OPENAI_KEY,
-        "llm_messages": [{"role": "system", "content": "You are Ava, a helpful assistant."}],
-        "stt_type": "deepgram",
-        "stt_language": "en-US",
-        "tts_type": "cartesia",
-        "tts_language": "en",
-        "tts_voice_id": "voice-a",
-        "tools": [SEND_EMAIL],
-        "smart_turn_enabled": False,
-    }
-    body.update(changes)
-    return body
+from conftest import OPENAI_KEY, Cloud
+from scenarios import CALL_ID, voice_request
 
 
 async def test_voice_call_hears_the_caller_runs_a_tool_and_speaks_at_16khz(

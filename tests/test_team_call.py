@@ -1,4 +1,4 @@
-"""Team calls end to end: members hand the caller to one another, each with its own LLM, voice and ears.
+"""Team calls end to end: members hand the caller on, each with its own LLM, voice and ears.
 
 The team is a greeter (openai, Cartesia, Deepgram en), billing (grok,
 ElevenLabs, Deepgram en-GB) and support (openai, Cartesia with another voice,
@@ -12,110 +12,17 @@ carries the new voice, and pipecat-manager was told of the switch.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import httpx
 
-from conftest import OPENAI_KEY, XAI_KEY, Cloud
 from simulators.deepgram import ListenConnection
-from simulators.manager import CallRecord, Caller
+from simulators.manager import Caller, CallRecord, ToolResult
 from simulators.openai import Reply
-from simulators.speech import speak
 from teamrunner.server import RunnerServer
 
-CALL_ID = "9d4e3c2b-1a0f-4e6d-8c7b-5a4f3e2d1c0b"
-GREETER, BILLING, SUPPORT = "member-greeter", "member-billing", "member-support"
-
-LOOKUP_INVOICE = {
-    "name": "get_invoice",
-    "description": "Look up an invoice.",
-    "parameters": {"type": "object", "properties": {"number": {"type": "string"}}, "required": []},
-}
-SEND_EMAIL = {"name": "send_email", "description": "Send an email.", "parameters": {}}
-
-
-def member(
-    member_id: str,
-    name: str,
-    *,
-    engine: str,
-    key: str,
-    prompt: str,
-    tts: tuple[str, str],
-    stt_language: str,
-    tools: list[dict[str, Any]],
-    transitions: list[tuple[str, str]],
-) -> dict[str, Any]:
-    return {
-        "id": member_id,
-        "name": name,
-        "ai": {
-            "engine_model": engine,
-            "engine_key": key,
-            "init_prompt": prompt,
-            "parameter": {"company": "Acme"},
-            "tts_type": tts[0],
-            "tts_voice_id": tts[1],
-            "stt_type": "deepgram",
-            "stt_language": stt_language,
-            "smart_turn_enabled": False,
-        },
-        "tools": tools,
-        "transitions": [
-            {"function_name": fn, "description": f"Hand over ({fn})", "next_member_id": to}
-            for fn, to in transitions
-        ],
-    }
-
-
-def team_request() -> dict[str, Any]:
-    members = [
-        member(
-            GREETER,
-            "Greeter",
-            engine="openai.gpt-4o",
-            key=OPENAI_KEY,
-            prompt="You greet callers for {{ company }}.",
-            tts=("cartesia", "voice-greeter"),
-            stt_language="en",
-            tools=[SEND_EMAIL],
-            transitions=[("transfer_to_billing", BILLING), ("transfer_to_support", SUPPORT)],
-        ),
-        member(
-            BILLING,
-            "Billing",
-            engine="grok.grok-3",
-            key=XAI_KEY,
-            prompt="You handle billing for {{ company }}.",
-            tts=("elevenlabs", "voice-billing"),
-            stt_language="en-GB",
-            tools=[LOOKUP_INVOICE],
-            transitions=[("transfer_to_greeter", GREETER)],
-        ),
-        member(
-            SUPPORT,
-            "Support",
-            engine="openai.gpt-4o",
-            key=OPENAI_KEY,
-            prompt="You fix problems for {{ company }}.",
-            tts=("cartesia", "voice-support"),
-            stt_language="en",
-            tools=[],
-            transitions=[],
-        ),
-    ]
-    return {
-        "id": CALL_ID,
-        "llm_type": "openai.gpt-4o",
-        "llm_key": OPENAI_KEY,
-        "llm_messages": [],
-        "stt_type": "deepgram",
-        "stt_language": "en",
-        "tts_type": "cartesia",
-        "tts_voice_id": "voice-greeter",
-        "resolved_team": {"id": "team-1", "start_member_id": GREETER, "members": members},
-        "smart_turn_enabled": False,
-    }
+from conftest import Cloud
+from scenarios import BILLING, GREETER, SUPPORT, XAI_KEY, caller_says, team_request
+from scenarios import TEAM_CALL_ID as CALL_ID
 
 
 def audio_by_language(cloud: Cloud) -> dict[str, int]:
@@ -133,11 +40,6 @@ def voices_heard(cloud: Cloud, call: CallRecord) -> list[str]:
         if voice is not None and (not runs or runs[-1] != voice):
             runs.append(voice)
     return runs
-
-
-async def caller_says(cloud: Cloud, text: str) -> None:
-    cloud.deepgram.push_transcripts(text)
-    await cloud.manager.say(CALL_ID, Caller.pcm(speak(text)))
 
 
 async def test_transitions_switch_prompt_tools_llm_voice_and_ears(
@@ -290,3 +192,29 @@ async def test_a_transition_whose_switch_fails_stays_with_the_current_member(
     assert call.member_switches == []
     assert cloud.grok.requests == []
     assert session.call.active_member.id == GREETER
+
+
+async def test_switch_notice_never_holds_up_the_call_and_names_are_made_valid(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    body = team_request()
+    greeter = body["resolved_team"]["members"][0]
+    greeter["transitions"][0]["function_name"] = "transfer to billing!"
+    cloud.openai.push(Reply.say("Welcome."), Reply.call("transfer_to_billing_"))
+    cloud.grok.push(Reply.say("Billing here."))
+    # pipecat-manager answers the notice with a 500, and only after 3 seconds.
+    call = cloud.manager.expect_call(
+        CALL_ID, caller=Caller(Caller.silence(0.2)), member_switched=ToolResult.error(500, delay=3)
+    )
+    assert (await http.post(f"{runner.url}/run", json=body)).status_code == 200
+    [greeting] = await cloud.openai.wait_for_requests(1, timeout=10)
+    assert "transfer_to_billing_" in greeting.tool_names
+
+    await caller_says(cloud, "Billing please.")
+
+    [switch] = await call.wait_member_switches(1, timeout=15)
+    assert switch.transition_function_name == "transfer to billing!"
+    [billing] = await cloud.grok.wait_for_requests(1, timeout=2)
+    assert billing.received_at - switch.at < 1.0
+    await call.wait(lambda c: "Billing here." in c.bot_llm_text(), 10, "billing speaking")
+    assert len(runner.sessions) == 1

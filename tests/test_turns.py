@@ -1,6 +1,8 @@
 """vad_config and smart_turn_enabled change when the caller's turn ends.
 
-The caller says "I want to", pauses 1.2 seconds, then says "change my plan."
+The caller says "I want to change my", pauses 1.2 seconds, then says "plan,
+please." (The smart-turn model scores the first half below 0.05: clearly
+unfinished.)
 Whether the pause ends the turn (two LLM runs, the first on half a
 sentence) or not (one run on the whole sentence) depends on the turn
 settings, which the Go side's previous runner silently ignored.
@@ -13,12 +15,13 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import Cloud
 from simulators.manager import Caller
 from simulators.openai import Reply
 from simulators.speech import speak
 from teamrunner.server import RunnerServer
-from test_single_call import CALL_ID, voice_request
+
+from conftest import Cloud
+from scenarios import CALL_ID, voice_request
 
 
 async def first_user_turn(
@@ -26,14 +29,14 @@ async def first_user_turn(
 ) -> str:
     """What the LLM was first asked after the caller spoke, under ``turn`` settings."""
     cloud.openai.push(Reply.say("Hi."), Reply.say("Okay."), Reply.say("Okay."))
-    cloud.deepgram.push_transcripts("I want to", "change my plan.")
+    cloud.deepgram.push_transcripts("I want to change my", "plan, please.")
     call = cloud.manager.expect_call(
         CALL_ID,
         caller=Caller(
             Caller.silence(0.5),
-            Caller.pcm(speak("I want to")),
+            Caller.pcm(speak("I want to change my")),
             Caller.silence(1.2),
-            Caller.pcm(speak("change my plan.")),
+            Caller.pcm(speak("plan, please.")),
         ),
     )
     body = voice_request(tts_type=None, tts_voice_id=None, tools=[], **turn)
@@ -41,7 +44,7 @@ async def first_user_turn(
     assert response.status_code == 200, response.text
     await call.wait_caller_done(timeout=15)
     await call.wait(
-        lambda c: "change my plan." in " ".join(r.user_text or "" for r in cloud.openai.requests),
+        lambda c: "plan, please." in " ".join(r.user_text or "" for r in cloud.openai.requests),
         timeout=10,
         what="the end of the sentence to reach the LLM",
     )
@@ -53,7 +56,7 @@ async def test_short_vad_stop_splits_a_pause_into_two_turns(
 ) -> None:
     first = await first_user_turn(cloud, runner, http, vad_config={"stop_secs": 0.2})
 
-    assert first == "I want to"
+    assert first == "I want to change my"
 
 
 async def test_long_vad_stop_keeps_the_sentence_in_one_turn(
@@ -61,11 +64,12 @@ async def test_long_vad_stop_keeps_the_sentence_in_one_turn(
 ) -> None:
     first = await first_user_turn(cloud, runner, http, vad_config={"stop_secs": 1.6})
 
-    assert first == "I want to change my plan."
+    assert first == "I want to change my plan, please."
 
 
 @pytest.mark.parametrize(
-    ("smart_turn", "expected"), [(False, "I want to"), (True, "I want to change my plan.")]
+    ("smart_turn", "expected"),
+    [(False, "I want to change my"), (True, "I want to change my plan, please.")],
 )
 async def test_smart_turn_waits_out_a_pause_in_an_unfinished_sentence(
     cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient, smart_turn: bool, expected: str
