@@ -100,6 +100,7 @@ class Call:
     flow: TeamFlow | None = None
     flow_manager: FlowManager | None = None
     system_instruction: str | None = None
+    history: list[dict[str, Any]] = field(default_factory=list)
     secrets: list[str] = field(default_factory=list)
 
     @property
@@ -117,7 +118,9 @@ class Call:
                     delta=LLMSettings(system_instruction=self.system_instruction)
                 )
             )
-        await self.worker.queue_frame(LLMRunFrame())
+        # With nothing to go on, the AI waits for the caller: providers refuse an empty context.
+        if self.system_instruction or self.history:
+            await self.worker.queue_frame(LLMRunFrame())
 
 
 def build_call(plan: CallPlan, runtime: Runtime, observers: Iterable[BaseObserver] = ()) -> Call:
@@ -173,6 +176,7 @@ def build_call(plan: CallPlan, runtime: Runtime, observers: Iterable[BaseObserve
         components=components,
         flow=slots.flow,
         system_instruction=slots.system_instruction,
+        history=slots.history,
         secrets=_secrets(plan),
     )
     if slots.flow is not None:

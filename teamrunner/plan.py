@@ -372,7 +372,8 @@ def _stt_spec(
     if provider is None:
         return None
     key, endpoint = provider
-    return STTSpec(provider=value.lower(), language=language, key=key, endpoint=endpoint)
+    spec = STTSpec(provider=value.lower(), language=language, key=key, endpoint=endpoint)
+    return _checked(where, STT, spec, problems)
 
 
 def _tts_spec(
@@ -389,9 +390,20 @@ def _tts_spec(
     if provider is None:
         return None
     key, endpoint = provider
-    return TTSSpec(
+    spec = TTSSpec(
         provider=value.lower(), voice_id=voice_id, language=language, key=key, endpoint=endpoint
     )
+    return _checked(where, TTS, spec, problems)
+
+
+def _checked(where: str, registry: Registry[Any, Any], spec: Any, problems: list[Problem]) -> Any:
+    """The spec, after its provider's own check (a voice it lacks, a language it cannot hear)."""
+    provider = registry.get(spec.provider)
+    problem = provider.check(spec) if provider is not None and provider.check else None
+    if problem:
+        problems.append(Problem(where, problem))
+        return None
+    return spec
 
 
 def _provider(

