@@ -1,8 +1,10 @@
 """PCM helpers the simulators share: converting samples to and from the wire encodings.
 
 Holds only sample arithmetic on mono audio (signed 16-bit little-endian,
-32-bit float, 8-bit mu-law) and a loudness measure. It knows nothing of any
-provider's protocol or of what a voice sounds like; ``voices.py`` builds on it.
+32-bit float, 8-bit mu-law) and a loudness measure. It is the one place s16le
+bytes become float samples and back; ``voices.py`` and ``wav.py`` build on it.
+It knows nothing of any provider's protocol, of WAV files or of what a voice
+sounds like.
 """
 
 from __future__ import annotations
@@ -20,13 +22,20 @@ _MULAW_CLIP = 32635
 
 
 def s16le_to_float(pcm: bytes) -> np.ndarray:
-    """Decode signed 16-bit little-endian PCM into float samples in [-1, 1)."""
+    """Decode signed 16-bit little-endian PCM into float64 samples in [-1, 1).
+
+    A trailing odd byte is dropped. ``float_to_s16le`` gives the bytes back exactly.
+    """
     usable = len(pcm) - len(pcm) % 2
-    return np.frombuffer(pcm[:usable], dtype="<i2").astype(np.float32) / 32768.0
+    return np.frombuffer(pcm[:usable], dtype="<i2").astype(np.float64) / 32768.0
 
 
 def float_to_s16le(samples: np.ndarray) -> bytes:
-    """Encode float samples in [-1, 1] as signed 16-bit little-endian PCM."""
+    """Encode float samples in [-1, 1] as signed 16-bit little-endian PCM.
+
+    Samples outside the range are clipped; scaling is by 32768, so the round trip
+    through ``s16le_to_float`` is lossless.
+    """
     clipped = np.clip(samples, -1.0, 32767 / 32768)
     return (clipped * 32768.0).astype("<i2").tobytes()
 

@@ -15,10 +15,8 @@ It holds no other Cartesia API (no ``/tts/bytes``, no SSE, no STT).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import base64
-import contextlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,14 +26,8 @@ from aiohttp import WSMsgType, web
 from multidict import MultiDict
 
 from simulators.audio import SUPPORTED_ENCODINGS, bytes_per_sample
-from simulators.server import Simulator
-from simulators.voices import (
-    DEFAULT_MS_PER_CHAR,
-    SpeechRequest,
-    VoiceBook,
-    char_seconds,
-    word_timings,
-)
+from simulators.tts import TTSSimulator
+from simulators.voices import SpeechRequest, char_seconds, word_timings
 
 WEBSOCKET_PATH = "/tts/websocket"
 
@@ -54,59 +46,20 @@ class CartesiaConnection:
     closed: bool = False
 
 
-class CartesiaSimulator(Simulator):
-    """Cartesia's TTS websocket on loopback, speaking in tones.
-
-    Args:
-        voices: which tone each voice id speaks in; pin tones here.
-        first_audio_delay: seconds before the first audio of each request.
-        ms_per_char: how long each character of text lasts in the audio.
-        chunk_delay: seconds between audio chunks, so a test can interrupt
-            a generation part-way (0 sends them back to back).
-    """
+class CartesiaSimulator(TTSSimulator[CartesiaConnection]):
+    """Cartesia's TTS websocket on loopback, speaking in tones; options as ``TTSSimulator``."""
 
     name = "cartesia"
-
-    def __init__(
-        self,
-        *,
-        voices: VoiceBook | None = None,
-        first_audio_delay: float = 0.0,
-        ms_per_char: float = DEFAULT_MS_PER_CHAR,
-        chunk_delay: float = 0.0,
-        on_event: Callable[[str], None] | None = None,
-    ) -> None:
-        super().__init__()
-        self.voices = voices or VoiceBook()
-        self.first_audio_delay = first_audio_delay
-        self.ms_per_char = ms_per_char
-        self.chunk_delay = chunk_delay
-        self.on_event = on_event
-        #: When True, handshakes are answered with HTTP ``refusal_status`` instead.
-        self.refuse_connections = False
-        self.refusal_status = 503
-        self.connections: list[CartesiaConnection] = []
-        self.requests: list[SpeechRequest] = []
-        self._sockets: set[web.WebSocketResponse] = set()
 
     def build_app(self) -> web.Application:
         app = web.Application()
         app.router.add_get(WEBSOCKET_PATH, self._handle_websocket)
         return app
 
-    def texts_for_voice(self, voice_id: str) -> list[str]:
-        """Every non-empty transcript requested in ``voice_id``, in order."""
-        return [r.transcript for r in self.requests if r.voice_id == voice_id and r.transcript]
-
-    async def close_connections(self, code: int = 1011) -> None:
-        """Drop every open connection, as a provider failing mid-call would."""
-        for ws in list(self._sockets):
-            await ws.close(code=code, message=b"simulated provider failure")
-
     async def _handle_websocket(self, request: web.Request) -> web.StreamResponse:
-        if self.refuse_connections:
-            self._report(f"refused a connection with HTTP {self.refusal_status}")
-            return web.Response(status=self.refusal_status, text="simulated refusal")
+        refusal = self.refusal()
+        if refusal is not None:
+            return refusal
         ws = web.WebSocketResponse(max_msg_size=0)
         await ws.prepare(request)
         conn = CartesiaConnection(
@@ -114,34 +67,13 @@ class CartesiaSimulator(Simulator):
             _api_key(request),
             request.headers.get("Cartesia-Version") or request.query.get("cartesia_version"),
         )
-        self.connections.append(conn)
-        self.connections_opened += 1
-        self.active_connections += 1
-        self._sockets.add(ws)
-        self._report("connection opened")
-        await self.notify()
-        session = _Session(self, conn, ws, self._report)
-        try:
-            await session.run()
-        finally:
-            await session.stop()
-            self._sockets.discard(ws)
-            conn.closed = True
-            self.active_connections -= 1
-            self._report("connection closed")
-            await self.notify()
+        async with self.connection(ws, conn, "connection opened"):
+            session = _Session(self, conn, ws, self.report)
+            try:
+                await session.run()
+            finally:
+                await session.stop()
         return ws
-
-    async def record(self, request: SpeechRequest) -> None:
-        """Keep a generation request, so tests can see what each voice was asked to say."""
-        self.requests.append(request)
-        if request.transcript:
-            self._report(f"{request.voice_id} asked to say {request.transcript!r}")
-        await self.notify()
-
-    def _report(self, event: str) -> None:
-        if self.on_event is not None:
-            self.on_event(event)
 
 
 @dataclass
@@ -355,32 +287,11 @@ def _api_key(request: web.Request) -> str | None:
 
 def main(argv: list[str] | None = None) -> None:
     """Serve the simulator from the command line until interrupted."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--ms-per-char", type=float, default=DEFAULT_MS_PER_CHAR)
-    parser.add_argument("--first-audio-delay", type=float, default=0.0, help="seconds")
-    args = parser.parse_args(argv)
-    sim = CartesiaSimulator(
-        first_audio_delay=args.first_audio_delay,
-        ms_per_char=args.ms_per_char,
-        on_event=_print_event,
+    CartesiaSimulator.main(
+        argv,
+        __doc__.splitlines()[0],
+        lambda sim: f"Cartesia simulator listening on {sim.ws_url}{WEBSOCKET_PATH}",
     )
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(sim, args))
-
-
-async def _serve(sim: CartesiaSimulator, args: argparse.Namespace) -> None:
-    await sim.start(args.host, args.port)
-    print(f"Cartesia simulator listening on {sim.ws_url}{WEBSOCKET_PATH}", flush=True)
-    try:
-        await asyncio.Event().wait()
-    finally:
-        await sim.stop()
-
-
-def _print_event(event: str) -> None:
-    print(event, flush=True)
 
 
 if __name__ == "__main__":

@@ -18,8 +18,6 @@ It holds no other Deepgram API (no pre-recorded ``/v1/listen`` POST, no TTS).
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
 import hashlib
 import json
 import re
@@ -34,7 +32,7 @@ from aiohttp import WSMsgType, web
 from multidict import MultiDict
 
 from simulators.audio import rms_s16le
-from simulators.server import Simulator
+from simulators.server import ProviderSimulator, print_event, serve_until_interrupted
 
 LISTEN_PATH = "/v1/listen"
 
@@ -189,7 +187,7 @@ class ListenConnection:
         return int(self.query.get("sample_rate", "16000"))
 
 
-class DeepgramSimulator(Simulator):
+class DeepgramSimulator(ProviderSimulator[ListenConnection]):
     """Deepgram live STT on loopback, answering utterances from a script.
 
     The script is shared by every connection, so a client that reconnects
@@ -208,17 +206,11 @@ class DeepgramSimulator(Simulator):
         silence_ms: int = DEFAULT_SILENCE_MS,
         on_event: Callable[[str], None] | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(on_event=on_event)
         self.script = TranscriptScript(transcripts)
         self.interim = interim
         self.speech_rms = speech_rms
         self.silence_ms = silence_ms
-        self.on_event = on_event
-        #: When True, handshakes are answered with HTTP ``refusal_status`` instead.
-        self.refuse_connections = False
-        self.refusal_status = 503
-        self.connections: list[ListenConnection] = []
-        self._sockets: set[web.WebSocketResponse] = set()
 
     def build_app(self) -> web.Application:
         app = web.Application()
@@ -246,37 +238,16 @@ class DeepgramSimulator(Simulator):
     def audio_bytes_received(self) -> int:
         return sum(conn.audio_bytes for conn in self.connections)
 
-    async def close_connections(self, code: int = 1011) -> None:
-        """Drop every open connection, as a provider failing mid-call would."""
-        for ws in list(self._sockets):
-            await ws.close(code=code, message=b"simulated provider failure")
-
     async def _handle_listen(self, request: web.Request) -> web.StreamResponse:
-        if self.refuse_connections:
-            self._report(f"refused a connection with HTTP {self.refusal_status}")
-            return web.Response(status=self.refusal_status, text="simulated refusal")
+        refusal = self.refusal()
+        if refusal is not None:
+            return refusal
         ws = web.WebSocketResponse(max_msg_size=0)
         await ws.prepare(request)
         conn = ListenConnection(MultiDict(request.query), _api_key(request))
-        self.connections.append(conn)
-        self.connections_opened += 1
-        self.active_connections += 1
-        self._sockets.add(ws)
-        self._report(f"connection opened: {request.query_string}")
-        await self.notify()
-        try:
-            await _ListenSession(self, conn, ws, self._report).run()
-        finally:
-            self._sockets.discard(ws)
-            conn.closed = True
-            self.active_connections -= 1
-            self._report("connection closed")
-            await self.notify()
+        async with self.connection(ws, conn, f"connection opened: {request.query_string}"):
+            await _ListenSession(self, conn, ws, self.report).run()
         return ws
-
-    def _report(self, event: str) -> None:
-        if self.on_event is not None:
-            self.on_event(event)
 
 
 class _ListenSession:
@@ -481,21 +452,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--transcript", action="append", default=[], help="repeat, in order")
     args = parser.parse_args(argv)
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(DeepgramSimulator(args.transcript, on_event=_print_event), args))
-
-
-async def _serve(sim: DeepgramSimulator, args: argparse.Namespace) -> None:
-    await sim.start(args.host, args.port)
-    print(f"Deepgram simulator listening on {sim.ws_url}{LISTEN_PATH}", flush=True)
-    try:
-        await asyncio.Event().wait()
-    finally:
-        await sim.stop()
-
-
-def _print_event(event: str) -> None:
-    print(event, flush=True)
+    sim = DeepgramSimulator(args.transcript, on_event=print_event)
+    serve_until_interrupted(
+        sim,
+        args.host,
+        args.port,
+        lambda: f"Deepgram simulator listening on {sim.ws_url}{LISTEN_PATH}",
+    )
 
 
 if __name__ == "__main__":

@@ -20,10 +20,8 @@ other ElevenLabs API (no single-context ``stream-input``, no HTTP TTS).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import base64
-import contextlib
 import json
 import re
 from collections.abc import Callable
@@ -34,8 +32,8 @@ from aiohttp import WSMsgType, web
 from multidict import MultiDict
 
 from simulators.audio import PCM_MULAW, PCM_S16LE, bytes_per_sample
-from simulators.server import Simulator
-from simulators.voices import DEFAULT_MS_PER_CHAR, SpeechRequest, VoiceBook, char_seconds
+from simulators.tts import TTSSimulator
+from simulators.voices import SpeechRequest, char_seconds
 
 MULTI_STREAM_PATH = "/v1/text-to-speech/{voice_id}/multi-stream-input"
 
@@ -66,70 +64,26 @@ class ElevenLabsConnection:
     closed: bool = False
 
 
-class ElevenLabsSimulator(Simulator):
-    """ElevenLabs' multi-context TTS websocket on loopback, speaking in tones.
-
-    Args:
-        voices: which tone each voice id speaks in; pin tones here.
-        first_audio_delay: seconds before the first audio of each generation.
-        ms_per_char: how long each character of text lasts in the audio.
-        chunk_delay: seconds between audio messages, so a test can interrupt
-            a generation part-way (0 sends them back to back).
-    """
+class ElevenLabsSimulator(TTSSimulator[ElevenLabsConnection]):
+    """ElevenLabs' multi-context TTS websocket on loopback, speaking in tones; options as
+    ``TTSSimulator``."""
 
     name = "elevenlabs"
-
-    def __init__(
-        self,
-        *,
-        voices: VoiceBook | None = None,
-        first_audio_delay: float = 0.0,
-        ms_per_char: float = DEFAULT_MS_PER_CHAR,
-        chunk_delay: float = 0.0,
-        on_event: Callable[[str], None] | None = None,
-    ) -> None:
-        super().__init__()
-        self.voices = voices or VoiceBook()
-        self.first_audio_delay = first_audio_delay
-        self.ms_per_char = ms_per_char
-        self.chunk_delay = chunk_delay
-        self.on_event = on_event
-        #: When True, handshakes are answered with HTTP ``refusal_status`` instead.
-        self.refuse_connections = False
-        self.refusal_status = 503
-        self.connections: list[ElevenLabsConnection] = []
-        self.requests: list[SpeechRequest] = []
-        self._sockets: set[web.WebSocketResponse] = set()
 
     def build_app(self) -> web.Application:
         app = web.Application()
         app.router.add_get(MULTI_STREAM_PATH, self._handle_websocket)
         return app
 
-    def texts_for_voice(self, voice_id: str) -> list[str]:
-        """Every text sent for ``voice_id`` to speak, in order."""
-        return [r.transcript for r in self.requests if r.voice_id == voice_id]
-
     @property
     def api_keys_seen(self) -> list[str | None]:
         """The ``xi-api-key`` of every connection, in the order they opened."""
         return [conn.api_key for conn in self.connections]
 
-    async def close_connections(self, code: int = 1011) -> None:
-        """Drop every open connection, as a provider failing mid-call would."""
-        for ws in list(self._sockets):
-            await ws.close(code=code, message=b"simulated provider failure")
-
-    async def record(self, request: SpeechRequest) -> None:
-        """Keep a request to speak, so tests can see what each voice was asked to say."""
-        self.requests.append(request)
-        self._report(f"{request.voice_id} asked to say {request.transcript!r}")
-        await self.notify()
-
     async def _handle_websocket(self, request: web.Request) -> web.StreamResponse:
-        if self.refuse_connections:
-            self._report(f"refused a connection with HTTP {self.refusal_status}")
-            return web.Response(status=self.refusal_status, text="simulated refusal")
+        refusal = self.refusal()
+        if refusal is not None:
+            return refusal
         output_format = request.query.get("output_format", "mp3_44100_128")
         if _parse_output_format(output_format) is None:
             return web.Response(
@@ -144,27 +98,14 @@ class ElevenLabsSimulator(Simulator):
             MultiDict(request.query),
             request.headers.get("xi-api-key"),
         )
-        self.connections.append(conn)
-        self.connections_opened += 1
-        self.active_connections += 1
-        self._sockets.add(ws)
-        self._report(f"connection opened for voice {conn.voice_id}: {request.query_string}")
-        await self.notify()
-        session = _Session(self, conn, ws, self._report)
-        try:
-            await session.run()
-        finally:
-            await session.stop()
-            self._sockets.discard(ws)
-            conn.closed = True
-            self.active_connections -= 1
-            self._report("connection closed")
-            await self.notify()
+        opened = f"connection opened for voice {conn.voice_id}: {request.query_string}"
+        async with self.connection(ws, conn, opened):
+            session = _Session(self, conn, ws, self.report)
+            try:
+                await session.run()
+            finally:
+                await session.stop()
         return ws
-
-    def _report(self, event: str) -> None:
-        if self.on_event is not None:
-            self.on_event(event)
 
 
 def _parse_output_format(output_format: str) -> tuple[str, int] | None:
@@ -342,32 +283,11 @@ def _milliseconds(seconds: float) -> int | float:
 
 def main(argv: list[str] | None = None) -> None:
     """Serve the simulator from the command line until interrupted."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--ms-per-char", type=float, default=DEFAULT_MS_PER_CHAR)
-    parser.add_argument("--first-audio-delay", type=float, default=0.0, help="seconds")
-    args = parser.parse_args(argv)
-    sim = ElevenLabsSimulator(
-        first_audio_delay=args.first_audio_delay,
-        ms_per_char=args.ms_per_char,
-        on_event=_print_event,
+    ElevenLabsSimulator.main(
+        argv,
+        __doc__.splitlines()[0],
+        lambda sim: f"ElevenLabs simulator listening on {sim.ws_url}",
     )
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(sim, args))
-
-
-async def _serve(sim: ElevenLabsSimulator, args: argparse.Namespace) -> None:
-    await sim.start(args.host, args.port)
-    print(f"ElevenLabs simulator listening on {sim.ws_url}", flush=True)
-    try:
-        await asyncio.Event().wait()
-    finally:
-        await sim.stop()
-
-
-def _print_event(event: str) -> None:
-    print(event, flush=True)
 
 
 if __name__ == "__main__":

@@ -4,15 +4,19 @@ A simulator stands where a cloud provider or pipecat-manager would be, so the
 runner's real client code (pipecat's services, its websocket transports, the
 OpenAI SDK) talks to it over a real socket. This module holds only the server
 plumbing they share: start on an ephemeral port, stop, wait for something to
-have happened. What each one speaks lives in its own module.
+have happened (``Simulator``); for the providers that speak one websocket,
+count, refuse and drop its connections (``ProviderSimulator``); serve from the
+command line until Ctrl-C (``serve_until_interrupted``). What each one speaks
+lives in its own module.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Callable
-from typing import Self
+from collections.abc import AsyncIterator, Callable
+from typing import Generic, Protocol, Self, TypeVar
 
 from aiohttp import web
 
@@ -113,3 +117,95 @@ class Simulator:
                         raise TimeoutError(
                             f"{self.name} simulator: condition not met in {timeout}s"
                         ) from None
+
+
+class Connection(Protocol):
+    """What a provider simulator records about one client connection."""
+
+    closed: bool
+
+
+ConnT = TypeVar("ConnT", bound=Connection)
+
+
+class ProviderSimulator(Simulator, Generic[ConnT]):
+    """A provider's websocket service: connections counted, refusable, droppable, reported.
+
+    A subclass's websocket handler answers ``refusal()`` when there is one,
+    and holds each accepted socket inside ``connection()``, which keeps its
+    record in ``connections``.
+
+    Args:
+        on_event: Called with one readable line per notable event (the CLI prints them).
+    """
+
+    def __init__(self, *, on_event: Callable[[str], None] | None = None) -> None:
+        super().__init__()
+        self.on_event = on_event
+        #: When True, handshakes are answered with HTTP ``refusal_status`` instead.
+        self.refuse_connections = False
+        self.refusal_status = 503
+        self.connections: list[ConnT] = []
+        self._sockets: set[web.WebSocketResponse] = set()
+
+    def report(self, event: str) -> None:
+        """Pass one line about what happened to ``on_event``, if set."""
+        if self.on_event is not None:
+            self.on_event(event)
+
+    def refusal(self) -> web.Response | None:
+        """The answer to a handshake while ``refuse_connections`` is set; None otherwise."""
+        if not self.refuse_connections:
+            return None
+        self.report(f"refused a connection with HTTP {self.refusal_status}")
+        return web.Response(status=self.refusal_status, text="simulated refusal")
+
+    @contextlib.asynccontextmanager
+    async def connection(
+        self, ws: web.WebSocketResponse, conn: ConnT, opened: str
+    ) -> AsyncIterator[None]:
+        """Hold ``ws`` open while the block runs: ``conn`` is recorded, then marked closed.
+
+        ``opened`` is reported when it opens, and every change wakes the waiters.
+        """
+        self.connections.append(conn)
+        self.connections_opened += 1
+        self.active_connections += 1
+        self._sockets.add(ws)
+        self.report(opened)
+        await self.notify()
+        try:
+            yield
+        finally:
+            self._sockets.discard(ws)
+            conn.closed = True
+            self.active_connections -= 1
+            self.report("connection closed")
+            await self.notify()
+
+    async def close_connections(self, code: int = 1011) -> None:
+        """Drop every open connection, as a provider failing mid-call would."""
+        for ws in list(self._sockets):
+            await ws.close(code=code, message=b"simulated provider failure")
+
+
+def serve_until_interrupted(
+    sim: Simulator, host: str, port: int, banner: Callable[[], str]
+) -> None:
+    """Serve ``sim`` on ``host:port`` until Ctrl-C, printing ``banner()`` once it listens."""
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve(sim, host, port, banner))
+
+
+def print_event(event: str) -> None:
+    """An ``on_event`` for the command line: one flushed line per event."""
+    print(event, flush=True)
+
+
+async def _serve(sim: Simulator, host: str, port: int, banner: Callable[[], str]) -> None:
+    await sim.start(host, port)
+    print(banner(), flush=True)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await sim.stop()

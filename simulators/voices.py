@@ -127,7 +127,7 @@ def dominant_hz(pcm: bytes, sample_rate: int) -> float:
     """The strongest frequency in s16le PCM (FFT peak), or 0.0 for silence."""
     if rms_s16le(pcm) < _SILENCE_RMS:
         return 0.0
-    samples = s16le_to_float(pcm).astype(np.float64)
+    samples = s16le_to_float(pcm)
     # Zero-pad to at least one second so the bins are 1 Hz apart or finer.
     n_fft = 1 << max(samples.size, sample_rate).bit_length()
     spectrum = np.abs(np.fft.rfft(samples * np.hanning(samples.size), n=n_fft))

@@ -3,7 +3,8 @@
 Phone audio on pipecat-manager's wire is 16-bit little-endian PCM ("s16le"),
 16 kHz, mono. This module turns WAV files of any common layout into that,
 writes PCM back out, and lays a whole call (caller as sent, bot as heard) into
-one stereo file on a common clock. It knows nothing about sockets or frames.
+one stereo file on a common clock. The conversion between s16le bytes and
+float samples is ``audio.py``'s; this module knows nothing about sockets or frames.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import soxr
+
+from simulators.audio import float_to_s16le, s16le_to_float
 
 PHONE_RATE = 16000
 """Sample rate of caller audio on pipecat-manager's input socket."""
@@ -53,25 +56,14 @@ def resample_to_pcm16(samples: np.ndarray, in_rate: int, out_rate: int) -> bytes
     samples = np.asarray(samples, dtype=np.float64)
     if in_rate != out_rate and samples.size:
         samples = soxr.resample(samples, in_rate, out_rate, quality="HQ")
-    return float_to_pcm16(samples)
-
-
-def pcm16_to_float(pcm: bytes) -> np.ndarray:
-    """s16le bytes to float64 samples in [-1, 1)."""
-    return np.frombuffer(pcm[: len(pcm) - len(pcm) % 2], dtype="<i2").astype(np.float64) / 32768.0
-
-
-def float_to_pcm16(samples: np.ndarray) -> bytes:
-    """Float samples in [-1, 1] to s16le bytes, clipping what lies outside."""
-    scaled = np.clip(np.round(np.asarray(samples) * 32767.0), -32768, 32767)
-    return scaled.astype("<i2").tobytes()
+    return float_to_s16le(samples)
 
 
 def resample_pcm16(pcm: bytes, in_rate: int, out_rate: int) -> bytes:
     """Resample mono s16le PCM; returns the input unchanged when the rates match."""
     if in_rate == out_rate:
         return pcm
-    return resample_to_pcm16(pcm16_to_float(pcm), in_rate, out_rate)
+    return resample_to_pcm16(s16le_to_float(pcm), in_rate, out_rate)
 
 
 def write_wav(path: str | Path, pcm: bytes, sample_rate: int, channels: int = 1) -> None:
@@ -113,9 +105,9 @@ def write_call_wav(
         The ``origin`` used, so other timestamps can be placed on the file.
     """
     bot_rate = bot_sample_rate or sample_rate
-    caller = [(at, pcm16_to_float(pcm)) for at, pcm in caller_segments]
+    caller = [(at, s16le_to_float(pcm)) for at, pcm in caller_segments]
     bot = [
-        (at, pcm16_to_float(resample_pcm16(pcm, bot_rate, sample_rate))) for at, pcm in bot_segments
+        (at, s16le_to_float(resample_pcm16(pcm, bot_rate, sample_rate))) for at, pcm in bot_segments
     ]
     starts = [at for at, _ in caller + bot]
     if origin is None:
@@ -129,7 +121,7 @@ def write_call_wav(
         for at, samples in segments:
             start = _offset(at, origin, sample_rate)
             mix[start : start + len(samples), channel] += samples
-    write_wav(path, float_to_pcm16(mix.reshape(-1)), sample_rate, channels=2)
+    write_wav(path, float_to_s16le(mix.reshape(-1)), sample_rate, channels=2)
     return origin
 
 
@@ -176,7 +168,7 @@ def _decode_samples(
     if audio_format == _PCM and bits == 8:
         samples = (np.frombuffer(data, dtype=np.uint8).astype(np.float64) - 128.0) / 128.0
     elif audio_format == _PCM and bits == 16:
-        samples = np.frombuffer(data, dtype="<i2").astype(np.float64) / 32768.0
+        samples = s16le_to_float(data)
     elif audio_format == _PCM and bits == 24:
         triples = np.frombuffer(data, dtype=np.uint8).reshape(-1, 3).astype(np.int32)
         values = triples[:, 0] | (triples[:, 1] << 8) | (triples[:, 2] << 16)

@@ -8,8 +8,6 @@ loopback and checks what came out and what the simulator recorded.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
-from typing import TypeVar
 
 import numpy as np
 import pytest
@@ -22,19 +20,14 @@ from deepgram.listen.v1.types import (
     ListenV1UtteranceEnd,
 )
 from pipecat.frames.frames import (
-    EndFrame,
     ErrorFrame,
-    Frame,
     InputAudioRawFrame,
     InterimTranscriptionFrame,
     TranscriptionFrame,
     VADUserStoppedSpeakingFrame,
 )
-from pipecat.pipeline.pipeline import Pipeline
-from pipecat.pipeline.worker import PipelineParams, PipelineWorker
-from pipecat.processors.frame_processor import FrameProcessor
 from pipecat.services.deepgram.stt import DeepgramSTTService
-from pipecat.workers.runner import WorkerRunner
+from pipeline_call import Call
 
 from simulators.audio import float_to_s16le
 from simulators.deepgram import DeepgramSimulator, SpeechEnded, UtteranceDetector
@@ -53,63 +46,6 @@ def caller_audio(seconds: float, hz: float = 440.0) -> list[bytes]:
 
 def audio_frames(chunks: list[bytes]) -> list[InputAudioRawFrame]:
     return [InputAudioRawFrame(audio=chunk, sample_rate=RATE, num_channels=1) for chunk in chunks]
-
-
-F = TypeVar("F", bound=Frame)
-
-
-class Call:
-    """A real pipeline around one service, recording the frames that leave it."""
-
-    def __init__(self, service: FrameProcessor) -> None:
-        self.down: list[Frame] = []
-        self.up: list[Frame] = []
-        self._arrived = asyncio.Condition()
-        self.worker = PipelineWorker(
-            Pipeline([service]), cancel_on_idle_timeout=False, params=PipelineParams()
-        )
-        self.worker.set_reached_downstream_filter((Frame,))
-        self.worker.set_reached_upstream_filter((Frame,))
-        self.worker.add_event_handler("on_frame_reached_downstream", self._record(self.down))
-        self.worker.add_event_handler("on_frame_reached_upstream", self._record(self.up))
-        self._started = asyncio.Event()
-        self.worker.add_event_handler("on_pipeline_started", self._on_started)
-        self._task: asyncio.Task[None] | None = None
-
-    def _record(self, into: list[Frame]) -> Callable[[PipelineWorker, Frame], object]:
-        async def record(worker: PipelineWorker, frame: Frame) -> None:
-            into.append(frame)
-            async with self._arrived:
-                self._arrived.notify_all()
-
-        return record
-
-    async def _on_started(self, worker: PipelineWorker, frame: Frame) -> None:
-        self._started.set()
-
-    async def __aenter__(self) -> Call:
-        runner = WorkerRunner(handle_sigint=False)
-        await runner.add_workers(self.worker)
-        self._task = asyncio.create_task(runner.run())
-        await asyncio.wait_for(self._started.wait(), 5)
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.worker.queue_frame(EndFrame())
-        assert self._task is not None
-        await asyncio.wait_for(self._task, 10)
-
-    async def send(self, frames: Sequence[Frame]) -> None:
-        for frame in frames:
-            await self.worker.queue_frame(frame)
-
-    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-        async with self._arrived:
-            await asyncio.wait_for(self._arrived.wait_for(predicate), timeout)
-
-    def of_type(self, kind: type[F], direction: str = "down") -> list[F]:
-        frames = self.down if direction == "down" else self.up
-        return [f for f in frames if isinstance(f, kind)]
 
 
 @pytest.fixture
