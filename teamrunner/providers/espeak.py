@@ -8,9 +8,11 @@ service under a ``tts_type`` is the TTS registry's job (``providers/tts.py``),
 not this module's.
 
 espeak-ng keeps its voice, parameters and output callback in C globals and is
-not thread-safe, and the dynamic loader hands every ``CDLL`` of the same file
-the same copy, so the process has exactly one engine: :func:`shared_engine`.
-Every use of the library goes through that engine's lock.
+not thread-safe (two syntheses at once crash the process), and the dynamic
+loader hands every ``CDLL`` of the same file the same copy, so the process has
+exactly one engine, :func:`shared_engine`, and every use of the library goes
+through its lock. Piper's wheel links a private copy of espeak-ng for its
+phonemes; that copy has its own globals and does not interfere.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import functools
+import itertools
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
@@ -25,7 +28,7 @@ from pathlib import Path
 
 from loguru import logger
 from pipecat.frames.frames import ErrorFrame, Frame
-from pipecat.services.settings import TTSSettings, is_given
+from pipecat.services.settings import TTSSettings
 from pipecat.services.tts_service import TTSService
 from pipecat.utils.tracing.service_decorators import traced_tts
 
@@ -50,6 +53,19 @@ _EE_OK = 0
 _SynthCallback = ctypes.CFUNCTYPE(
     ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p
 )
+_SIGNATURES: dict[str, list[type]] = {
+    "espeak_Initialize": [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int],
+    "espeak_SetSynthCallback": [_SynthCallback],
+    "espeak_SetVoiceByName": [ctypes.c_char_p],
+    "espeak_SetParameter": [ctypes.c_int, ctypes.c_int, ctypes.c_int],
+    # text, size, position, position_type, end_position, flags, unique_identifier, user_data
+    "espeak_Synth": [
+        *(ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint, ctypes.c_int),
+        *(ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p),
+    ],
+    "espeak_ListVoices": [ctypes.c_void_p],
+}
+"""Argument types of the functions used; all return ``int`` but ``espeak_ListVoices``."""
 
 
 class _Voice(ctypes.Structure):
@@ -83,9 +99,7 @@ class EspeakEngine:
     would drive the same C library under a different lock.
     """
 
-    def __init__(self, library_path: str | None = None, data_path: str | None = None) -> None:
-        self._library_path = library_path
-        self._data_path = data_path
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._lib: ctypes.CDLL | None = None
         self._sample_rate = 0
@@ -118,8 +132,7 @@ class EspeakEngine:
         Blocks for the whole utterance (a few milliseconds per second of speech),
         so async callers run it in a worker thread.
         """
-        if not 80 <= rate <= 450 or not 0 <= pitch <= 100:
-            raise ValueError(f"espeak-ng rate must be 80-450 and pitch 0-100, got {rate}, {pitch}")
+        _check_prosody(rate, pitch)
         encoded = text.replace("\0", "").encode("utf-8")
         with self._lock:
             lib = self._load()
@@ -137,7 +150,7 @@ class EspeakEngine:
             pcm, self._chunks = b"".join(self._chunks), []
             return pcm, self._sample_rate
 
-    def _collect(self, wav: ctypes._Pointer, count: int, events: int | None) -> int:
+    def _collect(self, wav: ctypes.c_void_p, count: int, events: int | None) -> int:
         if count > 0:
             self._chunks.append(ctypes.string_at(wav, count * 2))
         return 0  # 0 = carry on; 1 would abort the utterance
@@ -147,20 +160,17 @@ class EspeakEngine:
             return self._lib
         import espeakng_loader
 
-        data = Path(self._data_path or espeakng_loader.get_data_path())
-        lib = ctypes.CDLL(self._library_path or espeakng_loader.get_library_path())
-        lib.espeak_Initialize.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
-        lib.espeak_SetSynthCallback.argtypes = [_SynthCallback]
-        lib.espeak_SetVoiceByName.argtypes = [ctypes.c_char_p]
-        lib.espeak_SetParameter.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
-        lib.espeak_Synth.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint, ctypes.c_int]
-        lib.espeak_Synth.argtypes += [ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p]
-        lib.espeak_ListVoices.argtypes = [ctypes.c_void_p]
+        data = Path(espeakng_loader.get_data_path())
+        lib = ctypes.CDLL(espeakng_loader.get_library_path())
+        for function, argtypes in _SIGNATURES.items():
+            getattr(lib, function).argtypes = argtypes
         lib.espeak_ListVoices.restype = ctypes.POINTER(ctypes.POINTER(_Voice))
 
         # A missing data folder does not fail here: the library falls back to the path
         # compiled into it (a build machine's) and reports a sample rate of 0.
-        rate = lib.espeak_Initialize(_AUDIO_OUTPUT_SYNCHRONOUS, 0, bytes(data), _INITIALIZE_DONT_EXIT)
+        rate = lib.espeak_Initialize(
+            _AUDIO_OUTPUT_SYNCHRONOUS, 0, bytes(data), _INITIALIZE_DONT_EXIT
+        )
         if rate <= 0:
             raise EspeakError(f"espeak-ng could not start with its data folder {data}")
         lib.espeak_SetSynthCallback(self._callback)
@@ -175,7 +185,7 @@ class EspeakEngine:
         identifier = self._voices.get(language.lower())
         if identifier is None or (variant and variant not in self._variants):
             english = sorted(k for k in self._voices if k.startswith("en-") and "/" not in k)
-            variants = sorted(self._variants, key=lambda v: (len(v) > 2, v))[:12]
+            variants = sorted(v for v in self._variants if v[0] in "fm" and v[1:].isdigit())
             raise UnknownVoiceError(
                 f"espeak-ng has no voice {voice!r}. Valid voices include "
                 f"{', '.join(english)} and other languages such as fr-fr, de, es; "
@@ -199,7 +209,7 @@ def _voice_table(lib: ctypes.CDLL) -> dict[str, str]:
     table: dict[str, str] = {}
     ranks: dict[str, int] = {}
     voices = lib.espeak_ListVoices(None)  # NULL = every voice, less variants and mbrola
-    for i in range(1_000):
+    for i in itertools.count():
         if not voices[i]:
             break
         voice = voices[i].contents
@@ -213,6 +223,11 @@ def _voice_table(lib: ctypes.CDLL) -> dict[str, str]:
                 ranks[code], table[code] = rank, identifier
             address += len(code) + 2
     return table
+
+
+def _check_prosody(rate: int, pitch: int) -> None:
+    if not 80 <= rate <= 450 or not 0 <= pitch <= 100:
+        raise ValueError(f"espeak-ng rate must be 80-450 and pitch 0-100, got {rate} and {pitch}")
 
 
 @functools.cache
@@ -236,12 +251,12 @@ class EspeakTTSService(TTSService):
     """
 
     Settings = EspeakTTSSettings
-    _settings: Settings
+    _settings: EspeakTTSSettings
 
     def __init__(
         self,
         *,
-        settings: Settings | None = None,
+        settings: EspeakTTSSettings | None = None,
         rate: int = DEFAULT_RATE,
         pitch: int = DEFAULT_PITCH,
         engine: EspeakEngine | None = None,
@@ -262,11 +277,9 @@ class EspeakTTSService(TTSService):
         defaults = self.Settings(model=None, voice=DEFAULT_VOICE, language=None)
         if settings is not None:
             defaults.apply_update(settings)
-        if not is_given(defaults.voice) or not defaults.voice:
-            defaults.voice = DEFAULT_VOICE
-        super().__init__(
-            push_start_frame=True, push_stop_frames=True, settings=defaults, **kwargs
-        )
+        defaults.voice = defaults.voice or DEFAULT_VOICE  # None asks for the default too
+        super().__init__(push_start_frame=True, push_stop_frames=True, settings=defaults, **kwargs)
+        _check_prosody(rate, pitch)
         self._engine = engine or shared_engine()
         self._engine.resolve_voice(str(self._settings.voice))
         self._rate = rate
@@ -289,7 +302,7 @@ class EspeakTTSService(TTSService):
                 _pieces(pcm, rate), in_sample_rate=rate, context_id=context_id
             ):
                 yield frame
-        except EspeakError as e:
+        except (EspeakError, ValueError) as e:
             yield ErrorFrame(error=f"{self}: {e}")
 
 

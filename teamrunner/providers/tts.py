@@ -77,3 +77,25 @@ def piper_tts(spec: TTSSpec, shared: SharedResources) -> TTSService:
     from teamrunner.providers.local import SharedPiperTTSService
 
     return SharedPiperTTSService(voice=shared.models.piper_voice(), lock=shared.models.piper_lock)
+
+
+def _espeak_voice(spec: TTSSpec) -> str | None:
+    from teamrunner.providers.espeak import UnknownVoiceError, shared_engine
+
+    try:
+        shared_engine().resolve_voice(spec.voice_id or "en-us")
+    except UnknownVoiceError as e:
+        return str(e)
+    return None
+
+
+@TTS.register(
+    "espeak",
+    local=True,
+    check=_espeak_voice,
+    summary="local: espeak-ng from the package espeakng-loader (voice ids like en-us, en-gb+f3)",
+)
+def espeak_tts(spec: TTSSpec, shared: SharedResources) -> TTSService:
+    from teamrunner.providers.espeak import EspeakTTSService
+
+    return EspeakTTSService(settings=EspeakTTSService.Settings(voice=spec.voice_id or "en-us"))
