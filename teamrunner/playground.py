@@ -1,0 +1,366 @@
+"""Running a team file for real, on one machine: the runner between the simulators.
+
+``run_team`` starts the pipecat-manager simulator, a simulator for each cloud
+provider the team names, and a runner, all on 127.0.0.1; posts the /run
+request pipecat-manager would post; and plays a caller (lines spoken by
+Piper, or a WAV file) a turn at a time, waiting for the team to finish
+answering before the next. Local providers (Whisper, Piper, espeak) run for
+real. The LLM leg is always a simulator driven by the scripted
+``KeywordBrain``, and the output says so.
+
+While the call runs it prints who said what, which member spoke, the
+switches and tool calls, and how long the caller waited; at the end it writes
+the call as a stereo WAV (left: caller, right: what the caller heard) and a
+JSON transcript. What it prints and writes is read off pipecat-manager's side
+of the wire, so it is what the Go side would have seen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from pydantic import SecretStr
+
+from simulators.brain import KeywordBrain, Persona
+from simulators.manager import Caller, CallRecord, ManagerSimulator, ToolResult
+from simulators.openai import OpenAISimulator
+from simulators.server import Simulator
+from simulators.speech import speak
+from simulators.wav import read_wav_16k_mono
+from teamrunner.config import Settings
+from teamrunner.plan import function_name
+from teamrunner.server import RunnerServer
+from teamrunner.teamfile import TeamFile, run_request
+
+# The caller waits this long after the team falls silent before speaking again.
+QUIET_SECS = 1.0
+# Nothing from the team for this long after the caller spoke: give up on the turn.
+TURN_TIMEOUT_SECS = 10.0
+
+
+class PlaygroundError(Exception):
+    """The team cannot be run against the simulators as asked."""
+
+
+@dataclass
+class Line:
+    """One line of the call's transcript."""
+
+    at: float
+    kind: str  # caller, bot, switch, tool, note
+    text: str
+    member: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class CallReport:
+    """What happened on the call, as written to the JSON transcript."""
+
+    team: str
+    call_id: str
+    llm: str
+    startup_secs: float
+    lines: list[Line] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)
+    wav: str | None = None
+    transcript: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Transcript:
+    """Follows a call's events on pipecat-manager's side and turns them into lines."""
+
+    def __init__(self, call: CallRecord, team: TeamFile, echo: Callable[[str], None]) -> None:
+        self._call = call
+        self._echo = echo
+        self._names = team.member_names()
+        self._voices = {
+            m.id: f"{m.ai.tts_type or team.call.tts_type} {m.ai.tts_voice_id or ''}".strip()
+            for m in team.team.members
+        }
+        self.member = team.team.start_member_id
+        self.origin = time.monotonic()
+        self.lines: list[Line] = []
+        self.latencies: list[float] = []
+        self._seen = 0
+        self._text = ""
+        self._awaiting_reply_since: float | None = None
+
+    def note(self, text: str) -> None:
+        self._add(Line(self._now(), "note", text))
+
+    def caller_spoke(self, ended_at: float) -> None:
+        """The caller finished a line: the next bot audio measures the wait."""
+        self._awaiting_reply_since = ended_at
+
+    async def follow(self) -> None:
+        """Turn events into lines until the call closes."""
+        call = self._call
+        while True:
+            await call.wait(lambda c: len(c.events) > self._seen or c.closed, timeout=3600)
+            for event in call.events[self._seen :]:
+                self._on_event(event)
+            self._seen = len(call.events)
+            if call.closed:
+                return
+
+    def _on_event(self, event: Any) -> None:
+        kind = type(event).__name__
+        if kind == "RTVIMessage":
+            self._on_rtvi(event)
+        elif kind == "MemberSwitch":
+            old, new = event.from_member.get("id"), event.to_member.get("id")
+            self.member = new
+            text = f"{self._names.get(old, old)} -> {self._names.get(new, new)}"
+            self._add(Line(self._at(event), "switch", f"{text} ({event.transition_function_name})"))
+        elif kind == "ToolCall":
+            detail = {"arguments": event.arguments, "status": event.reply_status}
+            self._add(
+                Line(
+                    self._at(event),
+                    "tool",
+                    f"{event.name} -> HTTP {event.reply_status}",
+                    member=self._names.get(self.member),
+                    detail=detail,
+                )
+            )
+        elif kind == "AudioChunk" and self._awaiting_reply_since is not None:
+            latency = event.at - self._awaiting_reply_since
+            self._awaiting_reply_since = None
+            self.latencies.append(latency)
+            self._add(
+                Line(
+                    self._at(event),
+                    "note",
+                    f"first bot audio {latency:.2f} s after the caller stopped",
+                )
+            )
+
+    def _on_rtvi(self, message: Any) -> None:
+        data = message.data if isinstance(message.data, dict) else {}
+        if message.type == "user-transcription" and data.get("final"):
+            self._add(Line(self._at(message), "caller", str(data.get("text", "")).strip()))
+        elif message.type == "bot-llm-text":
+            self._text += str(data.get("text", ""))
+        elif message.type == "bot-llm-stopped":
+            if self._text.strip():
+                self._add(
+                    Line(
+                        self._at(message),
+                        "bot",
+                        self._text.strip(),
+                        member=self._names.get(self.member),
+                        detail={"voice": self._voices.get(self.member, "")},
+                    )
+                )
+            self._text = ""
+
+    def _add(self, line: Line) -> None:
+        self.lines.append(line)
+        self._echo(_format(line))
+
+    def _at(self, event: Any) -> float:
+        return round(event.at - self.origin, 2)
+
+    def _now(self) -> float:
+        return round(time.monotonic() - self.origin, 2)
+
+
+def _format(line: Line) -> str:
+    stamp = f"[{line.at:6.2f}s]"
+    if line.kind == "caller":
+        return f'{stamp} caller         : "{line.text}"'
+    if line.kind == "bot":
+        who = f"{line.member} ({line.detail.get('voice', '')})"
+        return f'{stamp} {who:<15}: "{line.text}"'
+    if line.kind == "switch":
+        return f"{stamp} ** switch     : {line.text}"
+    if line.kind == "tool":
+        return f"{stamp} ** tool       : {line.text} {json.dumps(line.detail.get('arguments'))}"
+    return f"{stamp}    {line.text}"
+
+
+async def run_team(
+    team: TeamFile,
+    *,
+    say: list[str] | None = None,
+    caller_wav: Path | None = None,
+    out_dir: Path | None = None,
+    name: str = "call",
+    echo: Callable[[str], None] = print,
+) -> CallReport:
+    """Run ``team`` against the simulators with a scripted caller; see the module docstring.
+
+    Raises:
+        PlaygroundError: the team needs something the simulators cannot stand in for.
+    """
+    _check_simulable(team)
+    lines = say if say is not None else team.caller
+    sims = _Simulators(team)
+    call_id = str(uuid.uuid4())
+    async with sims:
+        call = sims.manager.expect_call(
+            call_id,
+            caller=Caller(Caller.silence(0.3)),
+            tools={function_name(n): ToolResult.ok(t.result) for n, t in team.tool_results.items()},
+        )
+        transcript = Transcript(call, team, echo)
+        async with RunnerServer(sims.settings()) as runner, httpx.AsyncClient(timeout=60) as http:
+            echo(
+                f"team {team.name or team.team.id!r}: {len(team.team.members)} members; "
+                "LLM: scripted keyword brain on the OpenAI simulator (not a model)"
+            )
+            started = time.monotonic()
+            response = await http.post(f"{runner.url}/run", json=run_request(team, call_id))
+            if response.status_code != 200:
+                raise PlaygroundError(f"the runner refused the call: {response.text}")
+            startup = time.monotonic() - started
+            transcript.note(f"call up in {startup:.2f} s (POST /run answered 200)")
+            follower = asyncio.get_running_loop().create_task(transcript.follow())
+            await _quiet(call)
+            if caller_wav is not None:
+                await _speak(sims.manager, call, transcript, read_wav_16k_mono(caller_wav))
+            for text in lines:
+                await _speak(sims.manager, call, transcript, speak(text))
+            await sims.manager.hangup(call_id)
+            await asyncio.wait_for(follower, 10)
+        report = CallReport(
+            team=team.name or team.team.id,
+            call_id=call_id,
+            llm="scripted keyword brain (simulators/brain.py), not a model",
+            startup_secs=round(startup, 3),
+            lines=transcript.lines,
+            latencies=[round(x, 3) for x in transcript.latencies],
+        )
+        if out_dir is not None:
+            await asyncio.to_thread(_write, report, call, out_dir, name)
+    return report
+
+
+def _write(report: CallReport, call: CallRecord, out_dir: Path, name: str) -> None:
+    """Save the call as a stereo WAV and the report as JSON, naming both in the report."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report.wav = str(out_dir / f"{name}.wav")
+    report.transcript = str(out_dir / f"{name}.json")
+    call.write_wav(report.wav)
+    Path(report.transcript).write_text(json.dumps(report.to_json(), indent=2))
+
+
+async def _speak(
+    manager: ManagerSimulator, call: CallRecord, transcript: Transcript, pcm: bytes
+) -> None:
+    segments = len(call.caller_segments)
+    await manager.say(call.call_id, Caller.pcm(pcm, label="caller"))
+    # Once the filler silence that follows it has begun, the line has been sent whole.
+    await call.wait(
+        lambda c: len(c.caller_segments) > segments + 1,
+        timeout=60,
+        what="the caller to finish speaking",
+    )
+    ended = call.caller_segments[segments].ended_at
+    transcript.caller_spoke(ended or time.monotonic())
+    await _quiet(call, replied_after=ended)
+
+
+async def _quiet(call: CallRecord, replied_after: float | None = None) -> None:
+    """Wait until the team has answered (if asked to) and been silent for ``QUIET_SECS``."""
+    deadline = time.monotonic() + TURN_TIMEOUT_SECS
+    while time.monotonic() < deadline:
+        now = time.monotonic()
+        last = max((e.at for e in call.events), default=now)
+        playout_end = max(
+            (start + len(pcm) / 32000 for start, pcm in call.heard_bot_audio()), default=0.0
+        )
+        answered = replied_after is None or any(c.at > replied_after for c in call.audio_chunks())
+        idle_since = max(last, playout_end)
+        if answered and now - idle_since >= QUIET_SECS:
+            return
+        await asyncio.sleep(max(0.05, QUIET_SECS - (now - idle_since)))
+
+
+def _check_simulable(team: TeamFile) -> None:
+    gemini = [m.name or m.id for m in team.team.members if m.ai.engine_model.startswith("gemini")]
+    if gemini:
+        raise PlaygroundError(
+            f"members {', '.join(gemini)} use Gemini, which has no simulator here; "
+            "give them an openai.<model> or grok.<model> engine to run the team locally"
+        )
+
+
+class _Simulators:
+    """The simulators a team needs, started and stopped together."""
+
+    def __init__(self, team: TeamFile) -> None:
+        personas = [
+            Persona(
+                m.name or m.id,
+                frozenset(function_name(t.name) for t in m.tools)
+                | frozenset(function_name(t.function_name) for t in m.transitions),
+            )
+            for m in team.team.members
+        ]
+        brain = KeywordBrain(personas)
+        self.manager = ManagerSimulator()
+        self.openai = OpenAISimulator(name="openai", responder=brain)
+        self.grok = OpenAISimulator(name="grok", responder=brain)
+        self._all: list[Simulator] = [self.manager, self.openai, self.grok]
+        self._providers = self._speech_simulators(team)
+        self._all += list(self._providers.values())
+
+    def _speech_simulators(self, team: TeamFile) -> dict[str, Simulator]:
+        wanted = {team.call.stt_type, team.call.tts_type}
+        for member in team.team.members:
+            wanted |= {member.ai.stt_type, member.ai.tts_type}
+        sims: dict[str, Simulator] = {}
+        if "deepgram" in wanted:
+            from simulators.deepgram import DeepgramSimulator
+
+            sims["DEEPGRAM"] = DeepgramSimulator(transcripts=list(team.caller))
+        if "cartesia" in wanted:
+            from simulators.cartesia import CartesiaSimulator
+
+            sims["CARTESIA"] = CartesiaSimulator()
+        if "elevenlabs" in wanted:
+            from simulators.elevenlabs import ElevenLabsSimulator
+
+            sims["ELEVENLABS"] = ElevenLabsSimulator()
+        return sims
+
+    def settings(self) -> Settings:
+        stand_in = SecretStr("simulated-key-not-a-secret")
+        endpoints = {
+            "OPENAI_BASE_URL": self.openai.base_url,
+            "XAI_BASE_URL": self.grok.base_url,
+        }
+        keys = {"OPENAI_API_KEY": stand_in, "XAI_API_KEY": stand_in}
+        for vendor, sim in self._providers.items():
+            endpoints[f"{vendor}_BASE_URL"] = sim.ws_url
+            keys[f"{vendor}_API_KEY"] = stand_in
+        return Settings(
+            port=0, pipecatcall_address=self.manager.address, keys=keys, endpoints=endpoints
+        )
+
+    async def __aenter__(self) -> _Simulators:
+        for sim in self._all:
+            await sim.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for sim in reversed(self._all):
+            await sim.stop()
+
+
+def print_flush(text: str) -> None:
+    print(text, flush=True, file=sys.stdout)
