@@ -79,3 +79,25 @@ def rms_s16le(pcm: bytes) -> float:
     if samples.size == 0:
         return 0.0
     return float(np.sqrt(np.mean(np.square(samples, dtype=np.float64))) * 32768.0)
+
+
+def spectral_flatness(pcm: bytes, sample_rate: int, frame_secs: float = 0.032) -> float:
+    """How noise-like a voice is: the median spectral flatness of its voiced frames.
+
+    Flatness is the geometric over the arithmetic mean of a frame's power
+    spectrum: near 0 for a pure tone, 1 for white noise. It tells espeak-ng's
+    formant voice (about 0.001: buzzy and clean) from Piper's neural Joe
+    (about 0.004: breathier) on any sentence, where pitch (both near 100 Hz)
+    does not. Frames quieter than -34 dBFS are left out.
+    """
+    samples = s16le_to_float(pcm)
+    size = int(sample_rate * frame_secs)
+    window = np.hanning(size)
+    values = []
+    for start in range(0, samples.size - size + 1, size):
+        frame = samples[start : start + size]
+        if np.sqrt(np.mean(frame**2)) < 0.02:
+            continue
+        power = np.abs(np.fft.rfft(frame * window)) ** 2 + 1e-12
+        values.append(float(np.exp(np.mean(np.log(power))) / np.mean(power)))
+    return float(np.median(values)) if values else 0.0
