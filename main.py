@@ -112,6 +112,14 @@ def _error(status: int, message: str, problems: list[Problem] | None = None) -> 
 def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def invalid_shape(request: Request, exc: RequestValidationError) -> JSONResponse:
+        content_type = request.headers.get("content-type", "")
+        if request.method == "POST" and request.url.path == "/run" and "json" not in content_type:
+            return _error(
+                422,
+                f"the /run body must be JSON sent with Content-Type: application/json "
+                f"(got {content_type or 'no Content-Type'})",
+                [Problem("body", "not JSON")],
+            )
         problems = [
             Problem(_field_path(error.get("loc", ())), error.get("msg", "invalid"))
             for error in exc.errors()

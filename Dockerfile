@@ -1,0 +1,36 @@
+# pipecat-team-runner: the runner beside pipecat-manager (Kubernetes sidecar or Docker).
+#
+#   docker build -t pipecat-team-runner .                      # cloud providers + local ones
+#   docker build --build-arg EXTRAS= -t pipecat-team-runner .  # cloud providers only (smaller)
+#   docker run -e PIPECATCALL_ADDRESS=pipecat-manager:8001 -e RUNNER_HOST=0.0.0.0 \
+#       -p 8000:8000 pipecat-team-runner
+#
+# Dependencies come from pyproject.toml only: there is no second list here.
+FROM python:3.11-slim
+
+ARG EXTRAS=local
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY main.py run.py team_flow.py ./
+COPY routing ./routing
+COPY teamrunner ./teamrunner
+COPY simulators ./simulators
+COPY teams ./teams
+RUN pip install ".${EXTRAS:+[$EXTRAS]}" \
+    && useradd --system --uid 10001 runner
+
+USER runner
+# As a sidecar the runner shares the pod's network and listens on 127.0.0.1
+# (pipecat-manager calls localhost:8000). In plain Docker set RUNNER_HOST=0.0.0.0.
+ENV RUNNER_HOST=127.0.0.1 \
+    RUNNER_PORT=8000 \
+    PIPECATCALL_ADDRESS=localhost:8001
+EXPOSE 8000
+HEALTHCHECK --interval=10s --timeout=3s --start-period=20s \
+    CMD python -c "import os, urllib.request; urllib.request.urlopen(f'http://127.0.0.1:{os.environ[\"RUNNER_PORT\"]}/health', timeout=2)"
+CMD ["python", "main.py"]
