@@ -178,7 +178,8 @@ async def test_caller_audio_is_paced_at_real_time_or_scaled_by_speed(
     assert expected * 0.85 < elapsed < expected + 0.15
     [segment] = sim.call("paced").caller_segments
     assert segment.ended_at is not None
-    assert abs((segment.ended_at - segment.started_at) - expected) < 0.05
+    # Loose bounds: the machine may be busy; what matters is the pace, not the millisecond.
+    assert expected * 0.85 < segment.ended_at - segment.started_at < expected + 0.15
 
 
 async def test_caller_waits_for_the_output_socket_by_default(sim: ManagerSimulator) -> None:
