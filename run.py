@@ -89,6 +89,7 @@ class Call:
         sockets: Its websockets to pipecat-manager.
         components: Each processor that must come up for the call to start,
             with the name a failure is reported under.
+        context: The conversation the LLM sees.
         flow: The team's flow (None for a single-AI call).
         flow_manager: pipecat.flows' manager for a team call.
     """
@@ -97,6 +98,7 @@ class Call:
     worker: PipelineWorker
     sockets: ManagerSockets
     components: list[tuple[str, FrameProcessor]]
+    context: LLMContext | None = None
     flow: TeamFlow | None = None
     flow_manager: FlowManager | None = None
     system_instruction: str | None = None
@@ -174,6 +176,7 @@ def build_call(plan: CallPlan, runtime: Runtime, observers: Iterable[BaseObserve
         worker=worker,
         sockets=sockets,
         components=components,
+        context=context,
         flow=slots.flow,
         system_instruction=slots.system_instruction,
         history=slots.history,

@@ -208,7 +208,7 @@ async def run_team(
     """
     _check_simulable(team)
     lines = say if say is not None else team.caller
-    sims = _Simulators(team)
+    sims = _Simulators(team, transcripts=lines)
     call_id = str(uuid.uuid4())
     async with sims:
         call = sims.manager.expect_call(
@@ -302,7 +302,7 @@ def _check_simulable(team: TeamFile) -> None:
 class _Simulators:
     """The simulators a team needs, started and stopped together."""
 
-    def __init__(self, team: TeamFile) -> None:
+    def __init__(self, team: TeamFile, transcripts: list[str]) -> None:
         personas = [
             Persona(
                 m.name or m.id,
@@ -316,10 +316,11 @@ class _Simulators:
         self.openai = OpenAISimulator(name="openai", responder=brain)
         self.grok = OpenAISimulator(name="grok", responder=brain)
         self._all: list[Simulator] = [self.manager, self.openai, self.grok]
-        self._providers = self._speech_simulators(team)
+        self._providers = self._speech_simulators(team, transcripts)
         self._all += list(self._providers.values())
 
-    def _speech_simulators(self, team: TeamFile) -> dict[str, Simulator]:
+    def _speech_simulators(self, team: TeamFile, transcripts: list[str]) -> dict[str, Simulator]:
+        """Simulators for the team's cloud speech providers; Deepgram's hears ``transcripts``."""
         wanted = {team.call.stt_type, team.call.tts_type}
         for member in team.team.members:
             wanted |= {member.ai.stt_type, member.ai.tts_type}
@@ -327,7 +328,7 @@ class _Simulators:
         if "deepgram" in wanted:
             from simulators.deepgram import DeepgramSimulator
 
-            sims["DEEPGRAM"] = DeepgramSimulator(transcripts=list(team.caller))
+            sims["DEEPGRAM"] = DeepgramSimulator(transcripts=list(transcripts))
         if "cartesia" in wanted:
             from simulators.cartesia import CartesiaSimulator
 

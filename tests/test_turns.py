@@ -1,7 +1,8 @@
 """vad_config and smart_turn_enabled change when the caller's turn ends.
 
-The caller says "I want to change my", pauses 1.2 seconds, then says "plan,
-please." (The smart-turn model scores the first half below 0.05: clearly
+The caller says "I was wondering if you could", pauses 1.2 seconds, then says
+"help me with my bill." (The smart-turn model scores the first half below
+0.02, however much of its start or trailing silence it is given: clearly
 unfinished.)
 Whether the pause ends the turn (two LLM runs, the first on half a
 sentence) or not (one run on the whole sentence) depends on the turn
@@ -29,14 +30,14 @@ async def first_user_turn(
 ) -> str:
     """What the LLM was first asked after the caller spoke, under ``turn`` settings."""
     cloud.openai.push(Reply.say("Hi."), Reply.say("Okay."), Reply.say("Okay."))
-    cloud.deepgram.push_transcripts("I want to change my", "plan, please.")
+    cloud.deepgram.push_transcripts("I was wondering if you could", "help me with my bill.")
     call = cloud.manager.expect_call(
         CALL_ID,
         caller=Caller(
             Caller.silence(0.5),
-            Caller.pcm(speak("I want to change my")),
+            Caller.pcm(speak("I was wondering if you could")),
             Caller.silence(1.2),
-            Caller.pcm(speak("plan, please.")),
+            Caller.pcm(speak("help me with my bill.")),
         ),
     )
     body = voice_request(tts_type=None, tts_voice_id=None, tools=[], **turn)
@@ -44,7 +45,9 @@ async def first_user_turn(
     assert response.status_code == 200, response.text
     await call.wait_caller_done(timeout=15)
     await call.wait(
-        lambda c: "plan, please." in " ".join(r.user_text or "" for r in cloud.openai.requests),
+        lambda c: (
+            "help me with my bill." in " ".join(r.user_text or "" for r in cloud.openai.requests)
+        ),
         timeout=10,
         what="the end of the sentence to reach the LLM",
     )
@@ -56,7 +59,7 @@ async def test_short_vad_stop_splits_a_pause_into_two_turns(
 ) -> None:
     first = await first_user_turn(cloud, runner, http, vad_config={"stop_secs": 0.2})
 
-    assert first == "I want to change my"
+    assert first == "I was wondering if you could"
 
 
 async def test_long_vad_stop_keeps_the_sentence_in_one_turn(
@@ -64,12 +67,15 @@ async def test_long_vad_stop_keeps_the_sentence_in_one_turn(
 ) -> None:
     first = await first_user_turn(cloud, runner, http, vad_config={"stop_secs": 1.6})
 
-    assert first == "I want to change my plan, please."
+    assert first == "I was wondering if you could help me with my bill."
 
 
 @pytest.mark.parametrize(
     ("smart_turn", "expected"),
-    [(False, "I want to change my"), (True, "I want to change my plan, please.")],
+    [
+        (False, "I was wondering if you could"),
+        (True, "I was wondering if you could help me with my bill."),
+    ],
 )
 async def test_smart_turn_waits_out_a_pause_in_an_unfinished_sentence(
     cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient, smart_turn: bool, expected: str
