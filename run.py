@@ -21,6 +21,7 @@ from typing import Any
 
 from pipecat.adapters.llm.schemas.function_schema import FunctionSchema
 from pipecat.adapters.llm.schemas.tools_schema import ToolsSchema
+from pipecat.audio.vad.vad_analyzer import VADAnalyzer
 from pipecat.flows import FlowManager
 from pipecat.frames.frames import (
     BotSpeakingFrame,
@@ -90,6 +91,7 @@ class Call:
         components: Each processor that must come up for the call to start,
             with the name a failure is reported under.
         context: The conversation the LLM sees.
+        vad: The caller's voice activity detector (None for a text session).
         flow: The team's flow (None for a single-AI call).
         flow_manager: pipecat.flows' manager for a team call.
     """
@@ -99,6 +101,7 @@ class Call:
     sockets: ManagerSockets
     components: list[tuple[str, FrameProcessor]]
     context: LLMContext | None = None
+    vad: VADAnalyzer | None = None
     flow: TeamFlow | None = None
     flow_manager: FlowManager | None = None
     system_instruction: str | None = None
@@ -141,9 +144,8 @@ def build_call(plan: CallPlan, runtime: Runtime, observers: Iterable[BaseObserve
         slots = _single_slots(plan, runtime, components)
 
     context = LLMContext(messages=slots.history, tools=slots.tools)
-    aggregators = LLMContextAggregatorPair(
-        context, user_params=user_params(plan.turn, runtime.shared.models, hears=plan.hears)
-    )
+    turn_params = user_params(plan.turn, runtime.shared.models, hears=plan.hears)
+    aggregators = LLMContextAggregatorPair(context, user_params=turn_params)
     bridge = ToolBridge(plan.id, runtime.manager, slots.lookup_tool)
     for name in slots.tool_names:
         slots.llm.register_function(name, bridge, cancel_on_interruption=True)
@@ -177,6 +179,7 @@ def build_call(plan: CallPlan, runtime: Runtime, observers: Iterable[BaseObserve
         sockets=sockets,
         components=components,
         context=context,
+        vad=turn_params.vad_analyzer,
         flow=slots.flow,
         system_instruction=slots.system_instruction,
         history=slots.history,

@@ -77,10 +77,13 @@ async def test_voice_call_hears_the_caller_runs_a_tool_and_speaks_at_16khz(
     assert cloud.cartesia.texts_for_voice("voice-a")
     assert {m.type for m in call.rtvi()} >= {
         "user-transcription",
+        "user-llm-text",
         "bot-transcription",
         "bot-llm-text",
         "bot-llm-stopped",
     }
+    [user_llm] = call.rtvi("user-llm-text")
+    assert user_llm.data["text"] == "I need to send an email."
 
 
 async def test_text_session_opens_only_the_output_socket_and_builds_no_speech(

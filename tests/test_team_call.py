@@ -218,3 +218,65 @@ async def test_switch_notice_never_holds_up_the_call_and_names_are_made_valid(
     assert billing.received_at - switch.at < 1.0
     await call.wait(lambda c: "Billing here." in c.bot_llm_text(), 10, "billing speaking")
     assert len(runner.sessions) == 1
+
+
+async def test_a_team_chat_session_builds_no_speech_at_all(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    body = team_request()
+    body.update(stt_type=None, tts_type=None, tts_voice_id=None)
+    cloud.openai.push(Reply.say("Welcome."))
+    call = cloud.manager.expect_call(CALL_ID)
+
+    assert (await http.post(f"{runner.url}/run", json=body)).status_code == 200
+
+    await call.wait_rtvi("bot-llm-stopped", timeout=10)
+    names = [name for name, _ in runner.sessions.get(CALL_ID).call.components]
+    assert [n for n in names if n.startswith(("STT", "TTS"))] == []
+    assert [c.direction for c in call.connections()] == ["output"]
+    assert cloud.deepgram.connections_opened == 0
+    assert cloud.cartesia.connections_opened + cloud.elevenlabs.connections_opened == 0
+
+
+async def test_history_seeds_the_start_member_but_not_an_old_system_prompt(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    body = team_request()
+    body["llm_messages"] = [
+        {"role": "system", "content": "You are the old single assistant."},
+        {"role": "user", "content": "I called before about my bill."},
+        {"role": "assistant", "content": "I remember, let me help."},
+    ]
+    cloud.openai.push(Reply.say("Welcome back."))
+    cloud.manager.expect_call(CALL_ID, caller=Caller(Caller.silence(0.2)))
+
+    assert (await http.post(f"{runner.url}/run", json=body)).status_code == 200
+
+    [first] = await cloud.openai.wait_for_requests(1, timeout=10)
+    assert first.system_prompt == "You greet callers for Acme."
+    assert first.messages[1:] == body["llm_messages"][1:]
+
+
+async def test_a_members_own_vad_settings_apply_while_it_has_the_call(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    body = team_request()
+    body["vad_config"] = {"stop_secs": 0.3}
+    billing = body["resolved_team"]["members"][1]
+    billing["ai"]["vad_config"] = {"stop_secs": 1.2, "confidence": 0.8}
+    cloud.openai.push(Reply.say("Welcome."), Reply.call("transfer_to_billing"))
+    cloud.grok.push(Reply.say("Billing here."), Reply.call("transfer_to_greeter"))
+    cloud.openai.push(Reply.say("Back at the front desk."))
+    call = cloud.manager.expect_call(CALL_ID, caller=Caller(Caller.silence(0.2)))
+    assert (await http.post(f"{runner.url}/run", json=body)).status_code == 200
+    vad = runner.sessions.get(CALL_ID).call.vad
+    await call.wait_rtvi("bot-llm-stopped", timeout=10)
+    assert (vad.params.stop_secs, vad.params.confidence) == (0.3, 0.7)
+
+    await caller_says(cloud, "Billing please.")
+    await call.wait(lambda c: "Billing here." in c.bot_llm_text(), 15, "billing")
+    assert (vad.params.stop_secs, vad.params.confidence) == (1.2, 0.8)
+
+    await caller_says(cloud, "Back to the front desk.")
+    await call.wait(lambda c: "Back at the front desk." in c.bot_llm_text(), 15, "greeter")
+    assert (vad.params.stop_secs, vad.params.confidence) == (0.3, 0.7)
