@@ -1,8 +1,9 @@
 """The runner's HTTP API, the one pipecat-manager calls (CONTRACT.md section 1).
 
 ``POST /run`` starts a call and answers 200 once its pipeline is up;
-``POST /stop?id=`` ends one; ``GET /health`` says the process is alive and
-how many calls it runs. ``GET /calls`` lists the running calls for operators.
+``POST /stop?id=`` ends one; ``GET /health`` says the process is alive, how
+many calls it runs and how many speech models it has loaded (each is loaded
+once per process). ``GET /calls`` lists the running calls for operators.
 
 Every error answer is ``{"status": "error", "error": "<what is wrong>",
 "problems": [{"field", "message"}]}``: 422 when the JSON does not have the
@@ -93,7 +94,12 @@ def create_app(settings: Settings | None = None, *, configure_logs: bool = True)
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
-        return {"status": "ok", "sessions": len(app.state.sessions)}
+        runtime: Runtime = app.state.runtime
+        return {
+            "status": "ok",
+            "sessions": len(app.state.sessions),
+            "speech_models_loaded": runtime.shared.models.loads,
+        }
 
     @app.get("/calls")
     async def calls() -> dict[str, Any]:

@@ -199,6 +199,8 @@ class _Session:
                 await asyncio.sleep(self._sim.chunk_delay)
             last_char = min(first_char + chars_per_chunk, len(transcript))
             data = audio[first_char * bytes_per_char : last_char * bytes_per_char]
+            if not first_char:
+                self._sim.audio_started(context_id, transcript)
             await self._send(
                 {
                     "type": "chunk",

@@ -260,6 +260,8 @@ class _Session:
                 "charDurationsMs": [char_ms] * len(chars),
             }
             data = audio[first * bytes_per_char : (first + len(chars)) * bytes_per_char]
+            if not first:
+                self._sim.audio_started(context_id, text)
             await self._send(
                 {
                     "audio": base64.b64encode(data).decode("ascii"),

@@ -9,6 +9,7 @@ It holds no protocol: each provider's messages live in its own module.
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Callable
 from typing import Self
 
@@ -43,6 +44,9 @@ class TTSSimulator(ProviderSimulator[ConnT]):
         self.ms_per_char = ms_per_char
         self.chunk_delay = chunk_delay
         self.requests: list[SpeechRequest] = []
+        # When the first audio of each (context id, text) went out: benchmarks
+        # subtract the simulator's own time from what they measure.
+        self.first_audio_at: dict[tuple[str, str], float] = {}
 
     def texts_for_voice(self, voice_id: str) -> list[str]:
         """Every non-empty text ``voice_id`` was asked to say, in order."""
@@ -54,6 +58,10 @@ class TTSSimulator(ProviderSimulator[ConnT]):
         if request.transcript:
             self.report(f"{request.voice_id} asked to say {request.transcript!r}")
         await self.notify()
+
+    def audio_started(self, context_id: str, text: str) -> None:
+        """Note that the first audio for ``text`` in ``context_id`` is going out now."""
+        self.first_audio_at.setdefault((context_id, text), time.monotonic())
 
     @classmethod
     def main(cls, argv: list[str] | None, description: str, banner: Callable[[Self], str]) -> None:

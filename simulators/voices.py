@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -71,6 +72,7 @@ class SpeechRequest:
     language: str | None
     sample_rate: int
     encoding: str
+    received_at: float = field(default_factory=time.monotonic)
 
 
 def ladder_tone(voice_id: str) -> float:

@@ -177,7 +177,7 @@ async def test_health_reports_the_number_of_calls(
     response = await http.get(f"{bare_runner.url}/health")
 
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "sessions": 0}
+    assert response.json() == {"status": "ok", "sessions": 0, "speech_models_loaded": 0}
 
 
 def test_cases_cover_each_status() -> None:
