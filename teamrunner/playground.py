@@ -23,17 +23,15 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import httpx
-from pydantic import SecretStr
 
 from simulators.brain import KeywordBrain, Persona
+from simulators.cloud import Cloud
 from simulators.manager import Caller, CallRecord, ManagerSimulator, ToolResult
-from simulators.openai import OpenAISimulator
-from simulators.server import Simulator
 from simulators.speech import speak
 from simulators.wav import read_wav_16k_mono
 from teamrunner.config import Settings
@@ -208,16 +206,16 @@ async def run_team(
     """
     _check_simulable(team)
     lines = say if say is not None else team.caller
-    sims = _Simulators(team, transcripts=lines)
     call_id = str(uuid.uuid4())
-    async with sims:
-        call = sims.manager.expect_call(
+    async with _cloud(team) as cloud:
+        cloud.deepgram.push_transcripts(*lines)
+        call = cloud.manager.expect_call(
             call_id,
             caller=Caller(Caller.silence(0.3)),
             tools={function_name(n): ToolResult.ok(t.result) for n, t in team.tool_results.items()},
         )
         transcript = Transcript(call, team, echo)
-        async with RunnerServer(sims.settings()) as runner, httpx.AsyncClient(timeout=60) as http:
+        async with RunnerServer(_settings(cloud)) as runner, httpx.AsyncClient(timeout=60) as http:
             echo(
                 f"team {team.name or team.team.id!r}: {len(team.team.members)} members; "
                 "LLM: scripted keyword brain on the OpenAI simulator (not a model)"
@@ -231,10 +229,10 @@ async def run_team(
             follower = asyncio.get_running_loop().create_task(transcript.follow())
             await _quiet(call)
             if caller_wav is not None:
-                await _speak(sims.manager, call, transcript, read_wav_16k_mono(caller_wav))
+                await _speak(cloud.manager, call, transcript, read_wav_16k_mono(caller_wav))
             for text in lines:
-                await _speak(sims.manager, call, transcript, speak(text))
-            await sims.manager.hangup(call_id)
+                await _speak(cloud.manager, call, transcript, speak(text))
+            await cloud.manager.hangup(call_id)
             await asyncio.wait_for(follower, 10)
         report = CallReport(
             team=team.name or team.team.id,
@@ -299,68 +297,21 @@ def _check_simulable(team: TeamFile) -> None:
         )
 
 
-class _Simulators:
-    """The simulators a team needs, started and stopped together."""
-
-    def __init__(self, team: TeamFile, transcripts: list[str]) -> None:
-        personas = [
-            Persona(
-                m.name or m.id,
-                frozenset(function_name(t.name) for t in m.tools)
-                | frozenset(function_name(t.function_name) for t in m.transitions),
-            )
-            for m in team.team.members
-        ]
-        brain = KeywordBrain(personas)
-        self.manager = ManagerSimulator()
-        self.openai = OpenAISimulator(name="openai", responder=brain)
-        self.grok = OpenAISimulator(name="grok", responder=brain)
-        self._all: list[Simulator] = [self.manager, self.openai, self.grok]
-        self._providers = self._speech_simulators(team, transcripts)
-        self._all += list(self._providers.values())
-
-    def _speech_simulators(self, team: TeamFile, transcripts: list[str]) -> dict[str, Simulator]:
-        """Simulators for the team's cloud speech providers; Deepgram's hears ``transcripts``."""
-        wanted = {team.call.stt_type, team.call.tts_type}
-        for member in team.team.members:
-            wanted |= {member.ai.stt_type, member.ai.tts_type}
-        sims: dict[str, Simulator] = {}
-        if "deepgram" in wanted:
-            from simulators.deepgram import DeepgramSimulator
-
-            sims["DEEPGRAM"] = DeepgramSimulator(transcripts=list(transcripts))
-        if "cartesia" in wanted:
-            from simulators.cartesia import CartesiaSimulator
-
-            sims["CARTESIA"] = CartesiaSimulator()
-        if "elevenlabs" in wanted:
-            from simulators.elevenlabs import ElevenLabsSimulator
-
-            sims["ELEVENLABS"] = ElevenLabsSimulator()
-        return sims
-
-    def settings(self) -> Settings:
-        stand_in = SecretStr("simulated-key-not-a-secret")
-        endpoints = {
-            "OPENAI_BASE_URL": self.openai.base_url,
-            "XAI_BASE_URL": self.grok.base_url,
-        }
-        keys = {"OPENAI_API_KEY": stand_in, "XAI_API_KEY": stand_in}
-        for vendor, sim in self._providers.items():
-            endpoints[f"{vendor}_BASE_URL"] = sim.ws_url
-            keys[f"{vendor}_API_KEY"] = stand_in
-        return Settings(
-            port=0, pipecatcall_address=self.manager.address, keys=keys, endpoints=endpoints
+def _cloud(team: TeamFile) -> Cloud:
+    """The simulated cloud, its LLMs answering as the team's members by keyword."""
+    personas = [
+        Persona(
+            m.name or m.id,
+            frozenset(function_name(t.name) for t in m.tools)
+            | frozenset(function_name(t.function_name) for t in m.transitions),
         )
+        for m in team.team.members
+    ]
+    return Cloud(responder=KeywordBrain(personas), ms_per_char=40)
 
-    async def __aenter__(self) -> _Simulators:
-        for sim in self._all:
-            await sim.start()
-        return self
 
-    async def __aexit__(self, *exc: object) -> None:
-        for sim in reversed(self._all):
-            await sim.stop()
+def _settings(cloud: Cloud) -> Settings:
+    return replace(Settings.from_env(cloud.environment()), port=0)
 
 
 def print_flush(text: str) -> None:

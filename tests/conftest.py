@@ -8,17 +8,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import replace
 
 import httpx
 import pytest
-from pydantic import SecretStr
 
-from simulators.cartesia import CartesiaSimulator
-from simulators.deepgram import DeepgramSimulator
-from simulators.elevenlabs import ElevenLabsSimulator
-from simulators.manager import ManagerSimulator
-from simulators.openai import OpenAISimulator
+from simulators.cloud import KEYS, Cloud
 from simulators.voices import VoiceBook
 from teamrunner.config import ENDPOINT_VARIABLES, KEY_VARIABLES, Settings
 from teamrunner.server import RunnerServer
@@ -42,11 +37,12 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not any(os.environ.get(name) for name in KEY_VARIABLES)
 
 
+RUNNER_DEFAULTS: dict[str, object] = {"host": "127.0.0.1", "port": 0, "start_timeout_secs": 10.0}
+
+
 def runner_settings(**overrides: object) -> Settings:
     """Settings for a runner on an ephemeral port; tests pass addresses and keys."""
-    values: dict[str, object] = {"host": "127.0.0.1", "port": 0, "start_timeout_secs": 10.0}
-    values.update(overrides)
-    return Settings(**values)  # type: ignore[arg-type]
+    return Settings(**{**RUNNER_DEFAULTS, **overrides})  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -64,13 +60,12 @@ async def bare_runner() -> AsyncIterator[RunnerServer]:
 
 # --- The cloud around a call: every party the runner talks to, simulated. ---
 
-
 # Keys long enough to be redacted, and distinctive enough to search logs for.
-OPENAI_KEY = "sk-openai-sim-7d1e0c5b9a"
-XAI_KEY = "xai-grok-sim-3b8f21c6d4"
-DEEPGRAM_KEY = "dg-sim-key-91c4e7a2b0"
-CARTESIA_KEY = "cartesia-sim-key-5e2d8f1a"
-ELEVENLABS_KEY = "xi-sim-key-0a6c3e9d7f"
+OPENAI_KEY = KEYS["OPENAI_API_KEY"]
+XAI_KEY = KEYS["XAI_API_KEY"]
+DEEPGRAM_KEY = KEYS["DEEPGRAM_API_KEY"]
+CARTESIA_KEY = KEYS["CARTESIA_API_KEY"]
+ELEVENLABS_KEY = KEYS["ELEVENLABS_API_KEY"]
 
 # Voices whose tones are pinned far apart, so identification never hinges on a hash.
 VOICES = {
@@ -82,64 +77,19 @@ VOICES = {
 }
 
 
-@dataclass
-class Cloud:
-    """The simulators standing where pipecat-manager and the providers would be."""
-
-    manager: ManagerSimulator
-    openai: OpenAISimulator
-    grok: OpenAISimulator
-    deepgram: DeepgramSimulator
-    cartesia: CartesiaSimulator
-    elevenlabs: ElevenLabsSimulator
-    voices: VoiceBook
-
-    def settings(self, **overrides: object) -> Settings:
-        """Runner settings pointing every provider and pipecat-manager at the simulators."""
-        values: dict[str, object] = {
-            "pipecatcall_address": self.manager.address,
-            "keys": {
-                "XAI_API_KEY": SecretStr(XAI_KEY),
-                "DEEPGRAM_API_KEY": SecretStr(DEEPGRAM_KEY),
-                "CARTESIA_API_KEY": SecretStr(CARTESIA_KEY),
-                "ELEVENLABS_API_KEY": SecretStr(ELEVENLABS_KEY),
-            },
-            "endpoints": {
-                "OPENAI_BASE_URL": self.openai.base_url,
-                "XAI_BASE_URL": self.grok.base_url,
-                "DEEPGRAM_BASE_URL": self.deepgram.ws_url,
-                "CARTESIA_BASE_URL": self.cartesia.ws_url,
-                "ELEVENLABS_BASE_URL": self.elevenlabs.ws_url,
-            },
-        }
-        values.update(overrides)
-        return runner_settings(**values)
+def cloud_settings(cloud: Cloud, **overrides: object) -> Settings:
+    """Runner settings pointing pipecat-manager and every provider at the simulators."""
+    return replace(Settings.from_env(cloud.environment()), **{**RUNNER_DEFAULTS, **overrides})
 
 
 @pytest.fixture
 async def cloud() -> AsyncIterator[Cloud]:
-    voices = VoiceBook(VOICES)
-    sims = Cloud(
-        manager=ManagerSimulator(),
-        openai=OpenAISimulator(name="openai"),
-        grok=OpenAISimulator(name="grok"),
-        deepgram=DeepgramSimulator(),
-        cartesia=CartesiaSimulator(voices=voices, ms_per_char=10),
-        elevenlabs=ElevenLabsSimulator(voices=voices, ms_per_char=10),
-        voices=voices,
-    )
-    parts = [sims.manager, sims.openai, sims.grok, sims.deepgram, sims.cartesia, sims.elevenlabs]
-    for sim in parts:
-        await sim.start()
-    try:
+    async with Cloud(voices=VoiceBook(VOICES), ms_per_char=10) as sims:
         yield sims
-    finally:
-        for sim in reversed(parts):
-            await sim.stop()
 
 
 @pytest.fixture
 async def runner(cloud: Cloud) -> AsyncIterator[RunnerServer]:
     """A real runner on a real port, wired to the simulated cloud."""
-    async with RunnerServer(cloud.settings()) as server:
+    async with RunnerServer(cloud_settings(cloud)) as server:
         yield server

@@ -17,7 +17,7 @@ from simulators.openai import Reply
 from simulators.speech import speak
 from teamrunner.server import RunnerServer
 
-from conftest import OPENAI_KEY, Cloud, runner_settings
+from conftest import OPENAI_KEY, Cloud, cloud_settings, runner_settings
 from scenarios import CALL_ID, SEND_EMAIL, voice_request
 
 LONG_REPLY = (
@@ -137,7 +137,7 @@ async def test_tool_errors_and_timeouts_become_results_for_the_llm(
             "lookup": ToolResult.ok({"result": "late"}, delay=2.0),
         },
     )
-    async with RunnerServer(cloud.settings(tool_timeout_secs=0.5)) as runner:
+    async with RunnerServer(cloud_settings(cloud, tool_timeout_secs=0.5)) as runner:
         await start(http, runner, tools=[SEND_EMAIL, slow_tool], stt_type=None, tts_type=None)
 
         await call.wait_rtvi("bot-llm-stopped", count=1, timeout=15)
@@ -212,7 +212,7 @@ async def test_an_llm_failure_mid_call_is_reported_and_the_call_goes_on(
 async def test_an_idle_call_ends_by_itself(cloud: Cloud, http: httpx.AsyncClient) -> None:
     cloud.openai.push(Reply.say("Hello."))
     call = cloud.manager.expect_call(CALL_ID)
-    async with RunnerServer(cloud.settings(session_idle_secs=1.0)) as runner:
+    async with RunnerServer(cloud_settings(cloud, session_idle_secs=1.0)) as runner:
         await start(http, runner, stt_type=None, tts_type=None)
         session = runner.sessions.get(CALL_ID)
 
@@ -273,7 +273,7 @@ async def test_history_with_tool_calls_reaches_the_llm_as_valid_pairs(
 async def test_a_start_that_cannot_reach_pipecat_manager_is_500_and_leaves_nothing(
     http: httpx.AsyncClient, cloud: Cloud
 ) -> None:
-    settings = cloud.settings(pipecatcall_address="127.0.0.1:9")
+    settings = cloud_settings(cloud, pipecatcall_address="127.0.0.1:9")
     tasks_before = {t.get_name() for t in asyncio.all_tasks()}
     async with RunnerServer(settings) as runner:
         response = await http.post(
