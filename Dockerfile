@@ -27,9 +27,13 @@ RUN pip install ".${EXTRAS:+[$EXTRAS]}" \
 USER runner
 # As a sidecar the runner shares the pod's network and listens on 127.0.0.1
 # (pipecat-manager calls localhost:8000). In plain Docker set RUNNER_HOST=0.0.0.0.
+# SSL_CERT_DIR: OpenSSL then reads CA certificates lazily from the hashed
+# directory, so each HTTPS client a provider SDK builds costs 0.15 ms instead of
+# ~20 ms (Deepgram's SDK builds one per STT service; see BENCHMARKS.md).
 ENV RUNNER_HOST=127.0.0.1 \
     RUNNER_PORT=8000 \
-    PIPECATCALL_ADDRESS=localhost:8001
+    PIPECATCALL_ADDRESS=localhost:8001 \
+    SSL_CERT_DIR=/etc/ssl/certs
 EXPOSE 8000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s \
     CMD python -c "import os, urllib.request; urllib.request.urlopen(f'http://127.0.0.1:{os.environ[\"RUNNER_PORT\"]}/health', timeout=2)"

@@ -40,6 +40,7 @@ from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.aggregators.llm_context import NOT_GIVEN, LLMContext
 from pipecat.processors.aggregators.llm_response_universal import LLMContextAggregatorPair
 from pipecat.processors.frame_processor import FrameProcessor
+from pipecat.processors.frameworks.rtvi import RTVIProcessor
 from pipecat.services.llm_service import LLMService
 from pipecat.services.settings import LLMSettings
 from pipecat.services.stt_service import STTService
@@ -47,9 +48,11 @@ from pipecat.services.tts_service import TTSService
 
 from routing import RoutingLLMService, RoutingSTTService, RoutingTTSService, ServicePool
 from team_flow import Routers, TeamFlow
+from teamrunner.caller_audio import CallerAudioStop
 from teamrunner.config import Settings
 from teamrunner.errors import StartError
 from teamrunner.manager.client import ManagerClient
+from teamrunner.manager.events import ManagerEvents
 from teamrunner.manager.tools import ToolBridge
 from teamrunner.manager.transport import SAMPLE_RATE, ManagerSockets, open_sockets
 from teamrunner.plan import CallPlan, MemberPlan, ToolPlan
@@ -115,7 +118,7 @@ class Call:
     async def begin(self) -> None:
         """Queue what makes the first AI speak: its flow node, or a first LLM run."""
         if self.flow_manager is not None and self.flow is not None:
-            await self.flow_manager.initialize(self.flow.start_node)
+            await self.flow.start(self.flow_manager)
             return
         if self.system_instruction:
             await self.worker.queue_frame(
@@ -150,11 +153,18 @@ def build_call(plan: CallPlan, runtime: Runtime, observers: Iterable[BaseObserve
     for name in slots.tool_names:
         slots.llm.register_function(name, bridge, cancel_on_interruption=True)
 
-    processors: list[FrameProcessor] = []
+    # RTVI: pipecat's processor at the head (it handles what Go sends), and an
+    # observer that sends Go only the events it reads, straight to its socket.
+    rtvi = RTVIProcessor()
+    events = ManagerEvents(rtvi, sockets.output.output())
+    processors: list[FrameProcessor] = [rtvi]
     if sockets.input is not None and slots.stt is not None:
         processors += [sockets.input.input(), slots.stt]
         components.insert(0, ("input socket to pipecat-manager", sockets.input.input()))
-    processors += [aggregators.user(), slots.llm]
+    processors.append(aggregators.user())
+    if plan.hears:
+        processors.append(CallerAudioStop())
+    processors.append(slots.llm)
     if slots.tts is not None:
         processors.append(slots.tts)
     processors += [sockets.output.output(), aggregators.assistant()]
@@ -169,8 +179,11 @@ def build_call(plan: CallPlan, runtime: Runtime, observers: Iterable[BaseObserve
             enable_usage_metrics=True,
         ),
         idle_timeout_secs=runtime.settings.session_idle_secs,
+        # pipecat's turn tracking only feeds its tracing, which the runner does not use;
+        # it would be one more observer to hand every frame of the call to.
+        enable_turn_tracking=False,
         idle_timeout_frames=ACTIVITY_FRAMES,
-        observers=list(observers),
+        observers=[events, *observers],
         name=f"call-{plan.id}",
     )
     call = Call(
@@ -244,24 +257,26 @@ def _single_slots(
 def _team_slots(
     plan: CallPlan, runtime: Runtime, components: list[tuple[str, FrameProcessor]]
 ) -> _Slots:
-    members = plan.members.values()
+    members = list(plan.members.values())
     shared = runtime.shared
-    llms: ServicePool[LLMSpec, LLMService] = ServicePool(_builder(LLM, "LLM", shared))
-    llm = RoutingLLMService(llms.for_members({m.id: m.llm for m in members}), plan.start_member_id)
-    components += _labelled("LLM", llms, members, lambda m: m.llm)
+    llm_specs = {m.id: m.llm for m in members}
+    # One LLM per account: each member's model is set when it takes the call.
+    llms: ServicePool[LLMSpec, LLMService] = ServicePool(
+        _builder(LLM, "LLM", shared), key=lambda spec: spec.account
+    )
+    llm = RoutingLLMService(llms.for_members(llm_specs), plan.start_member_id)
+    components += _labelled("LLM", llms, members, llm_specs)
     stt = tts = None
     if plan.hears:
+        stt_specs = {m.id: m.stt for m in members}
         stts: ServicePool[STTSpec, STTService] = ServicePool(_builder(STT, "STT", shared))
-        stt = RoutingSTTService(
-            stts.for_members({m.id: m.stt for m in members}), plan.start_member_id
-        )
-        components += _labelled("STT", stts, members, lambda m: m.stt)
+        stt = RoutingSTTService(stts.for_members(stt_specs), plan.start_member_id)
+        components += _labelled("STT", stts, members, stt_specs)
     if plan.speaks:
+        tts_specs = {m.id: m.tts for m in members}
         ttss: ServicePool[TTSSpec, TTSService] = ServicePool(_builder(TTS, "TTS", shared))
-        tts = RoutingTTSService(
-            ttss.for_members({m.id: m.tts for m in members}), plan.start_member_id
-        )
-        components += _labelled("TTS", ttss, members, lambda m: m.tts)
+        tts = RoutingTTSService(ttss.for_members(tts_specs), plan.start_member_id)
+        components += _labelled("TTS", ttss, members, tts_specs)
     flow = TeamFlow(plan, Routers(llm=llm, stt=stt, tts=tts), runtime.manager)
     # Member prompts come from the team; a system message in the history would
     # speak for whichever member wrote it to every member after.
@@ -297,14 +312,17 @@ def _builder(registry: Any, kind: str, shared: SharedResources) -> Callable[[Any
 def _labelled(
     kind: str,
     pool: ServicePool[Any, Any],
-    members: Iterable[MemberPlan],
-    spec_of: Callable[[MemberPlan], Any],
+    members: list[MemberPlan],
+    specs: dict[str, Any],
 ) -> list[tuple[str, FrameProcessor]]:
-    """Name each pooled service after its spec and the members that use it."""
+    """Name each pooled service after what it is and the members it serves."""
+    names = {m.id: m.label for m in members}
     labelled = []
-    for spec, service in pool.items():
-        users = ", ".join(m.label for m in members if spec_of(m) == spec)
-        labelled.append((f"{kind} {spec.describe()} (members: {users})", service))
+    for service in pool.services:
+        users = pool.users(service, specs)
+        described = sorted({specs[u].describe() for u in users})
+        label = f"{kind} {', '.join(described)} (members: {', '.join(names[u] for u in users)})"
+        labelled.append((label, service))
     return labelled
 
 

@@ -3,7 +3,7 @@
 A member's node carries its prompt (as the LLM's system instruction), its
 tools and its transitions. Calling a transition function runs
 ``TeamFlow.transfer``: the STT, LLM and TTS routers are switched to the next
-member (all three, or, if any refuses, none), pipecat-manager is told, and
+member (all three, or, if any cannot, none), pipecat-manager is told, and
 the next member's node is returned for pipecat.flows to enter, which gives
 the next member's LLM its prompt and tools and lets it speak at once. The
 context is kept whole (pipecat.flows' APPEND strategy), so the next member
@@ -29,8 +29,9 @@ from typing import Any
 
 from loguru import logger
 from pipecat.flows import FlowArgs, FlowManager, FlowsFunctionSchema, NodeConfig
-from pipecat.frames.frames import VADParamsUpdateFrame
+from pipecat.frames.frames import Frame, LLMUpdateSettingsFrame, VADParamsUpdateFrame
 from pipecat.pipeline.worker import PipelineWorker
+from pipecat.services.settings import LLMSettings
 
 from routing import RoutingLLMService, RoutingSTTService, RoutingTTSService
 from routing.router import MemberRouting
@@ -84,6 +85,8 @@ class TeamFlow:
         self._manager = manager
         self._on_switch = on_switch
         self.active: MemberPlan = plan.start_member
+        self._models: dict[object, str] = {}
+        self._worker: PipelineWorker | None = None
         self._notifications: set[asyncio.Task[bool]] = set()
         self.nodes: dict[str, NodeConfig] = {
             member.id: self._node(member) for member in plan.members.values()
@@ -105,6 +108,31 @@ class TeamFlow:
     @property
     def start_node(self) -> NodeConfig:
         return self.nodes[self._plan.start_member_id]
+
+    async def start(self, flow_manager: FlowManager) -> None:
+        """Give the start member the call: its model, then its node (prompt, functions)."""
+        self._worker = flow_manager.worker
+        await self._set_model(self.active)
+        await flow_manager.initialize(self.start_node)
+
+    async def _set_model(self, member: MemberPlan) -> None:
+        """Set ``member``'s model on its LLM, which members of one account share.
+
+        Queued at the head like the node pipecat.flows queues after it, so the
+        member's first request already uses its model.
+        """
+        service = self._routers.llm.service_for(member.id)
+        if service is None or self._models.get(service) == member.llm.model:
+            return
+        self._models[service] = member.llm.model
+        frame = LLMUpdateSettingsFrame(delta=LLMSettings(model=member.llm.model), service=service)
+        frame.interruptible = False
+        await self._queue(frame)
+
+    async def _queue(self, frame: Frame) -> None:
+        """Queue ``frame`` at the head of the pipeline, in order with what is on its way."""
+        assert self._worker is not None, "the flow has not been started"
+        await self._worker.queue_frame(frame)
 
     def _node(self, member: MemberPlan) -> NodeConfig:
         functions = [self._tool_schema(t) for t in member.tools]
@@ -162,7 +190,7 @@ class TeamFlow:
         previous = self.active
         target = self._plan.members[transition.next_member_id]
         try:
-            await self._switch_routers(previous.id, target.id)
+            await self._switch_routers(target.id)
         except MemberSwitchError as e:
             logger.warning(
                 f"[{self._plan.id}] {transition.name}: staying with {previous.label}: {e}"
@@ -172,6 +200,7 @@ class TeamFlow:
                 "error": f"could not transfer to {target.name}: {e}. "
                 "Stay with the caller and offer to help or try again later.",
             }, None
+        await self._set_model(target)
         await self._apply_turn_settings(previous, target)
         self.active = target
         logger.info(f"[{self._plan.id}] {transition.name}: {previous.label} -> {target.label}")
@@ -180,17 +209,19 @@ class TeamFlow:
             self._on_switch(previous, target, transition.wire_name)
         return {"status": "transferred", "to": target.name}, self.nodes[target.id]
 
-    async def _switch_routers(self, from_id: str, to_id: str) -> None:
-        """Switch every router to ``to_id``, or put back the ones already switched."""
-        switched: list[MemberRouting] = []
-        try:
-            for router in self._routers.all:
-                await router.set_active_member(to_id)
-                switched.append(router)
-        except MemberSwitchError:
-            for router in switched:
-                await router.set_active_member(from_id)
-            raise
+    async def _switch_routers(self, to_id: str) -> None:
+        """Switch every router to ``to_id``, or none of them.
+
+        Every router is asked first whether it can switch; only if all can does
+        any switch. Checking and switching run without yielding to the event
+        loop, so no service can fail in between, and a refused transfer leaves
+        nothing to put back: no switch frame is ever queued that a later one
+        would have to undo while the LLM's error result is on its way.
+        """
+        for router in self._routers.all:
+            router.check_member(to_id)
+        for router in self._routers.all:
+            await router.set_active_member(to_id)
 
     async def _apply_turn_settings(self, previous: MemberPlan, target: MemberPlan) -> None:
         """Give the VAD the next member's parameters when they differ from the current ones."""
@@ -201,7 +232,7 @@ class TeamFlow:
         if before != after:
             frame = VADParamsUpdateFrame(params=vad_params(after))
             frame.interruptible = False
-            await self._routers.llm.pipeline_worker.queue_frame(frame)
+            await self._queue(frame)
 
     def _notify(self, previous: MemberPlan, target: MemberPlan, function_name: str) -> None:
         """Tell pipecat-manager without waiting: a slow or failed notice costs the call nothing."""

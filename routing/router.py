@@ -9,9 +9,9 @@ Why a switch is a frame: ``set_active_member`` queues a
 ``ManuallySwitchServiceFrame`` at the head of the pipeline. It travels behind
 everything already on its way: in particular, the TTS router switches only
 after the previous member's last words have reached the previous member's
-voice, and the LLM router switches before the next member's prompt (which
-pipecat.flows queues after it) reaches any LLM, so that prompt lands on the
-next member's LLM and not the previous one's.
+voice. The LLM router is the exception and switches at once (see
+``routing/llm.py``), before pipecat.flows queues the next member's prompt, so
+that prompt lands on the next member's LLM and not the previous one's.
 """
 
 from __future__ import annotations
@@ -19,8 +19,16 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping
 from typing import Generic, TypeVar
 
-from pipecat.frames.frames import ManuallySwitchServiceFrame
-from pipecat.processors.frame_processor import FrameProcessor
+from pipecat.frames.frames import (
+    CancelFrame,
+    EndFrame,
+    Frame,
+    ManuallySwitchServiceFrame,
+    ServiceSwitcherFrame,
+    ServiceUpdateSettingsFrame,
+    StartFrame,
+)
+from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
 from teamrunner.errors import MemberSwitchError
 
@@ -32,17 +40,24 @@ class ServicePool(Generic[SpecT, ServiceT]):
     """One service per distinct spec: members with equal settings share an instance.
 
     Args:
-        build: Makes the service for a spec; called once per distinct spec.
+        build: Makes the service for a spec; called once per distinct key.
+        key: What makes two specs need two services (default: the whole spec).
     """
 
-    def __init__(self, build: Callable[[SpecT], ServiceT]) -> None:
+    def __init__(
+        self,
+        build: Callable[[SpecT], ServiceT],
+        key: Callable[[SpecT], Hashable] = lambda spec: spec,
+    ) -> None:
         self._build = build
-        self._services: dict[SpecT, ServiceT] = {}
+        self._key = key
+        self._services: dict[Hashable, ServiceT] = {}
 
     def get(self, spec: SpecT) -> ServiceT:
-        if spec not in self._services:
-            self._services[spec] = self._build(spec)
-        return self._services[spec]
+        key = self._key(spec)
+        if key not in self._services:
+            self._services[key] = self._build(spec)
+        return self._services[key]
 
     def for_members(self, specs: Mapping[str, SpecT | None]) -> dict[str, ServiceT | None]:
         """Member id to service, building each distinct spec once (None stays None)."""
@@ -52,8 +67,13 @@ class ServicePool(Generic[SpecT, ServiceT]):
     def services(self) -> list[ServiceT]:
         return list(self._services.values())
 
-    def items(self) -> list[tuple[SpecT, ServiceT]]:
-        return list(self._services.items())
+    def users(self, service: ServiceT, specs: Mapping[str, SpecT | None]) -> list[str]:
+        """The members (of ``specs``) that ``service`` serves."""
+        return [
+            member
+            for member, spec in specs.items()
+            if spec is not None and self._services.get(self._key(spec)) is service
+        ]
 
 
 def ordered_services(
@@ -75,9 +95,36 @@ class MemberRouting:
 
     A member mapped to None has no service of this kind of its own and keeps
     whichever one is in use when the call reaches it.
+
+    It also shortens the way of every frame the switcher has no special use
+    for. pipecat's switcher is a parallel pipeline: each frame is queued into
+    every branch, where a filter in front of each inactive service drops it.
+    Only the active service ever receives such a frame, so it is queued to that
+    service directly; what the service pushes out still leaves through its
+    branch. Lifecycle frames (which every service must see), switch frames and
+    settings updates (which the switcher handles) take pipecat's way. Measured
+    with ``bench/routing_overhead.py``: caller audio, 50 frames a second, is
+    most of what a call carries; see BENCHMARKS.md.
     """
 
     kind = "service"
+    # Frames the switcher itself must handle: they go the whole way through it.
+    switcher_frames: tuple[type[Frame], ...] = (
+        StartFrame,
+        EndFrame,
+        CancelFrame,
+        ServiceSwitcherFrame,
+        ServiceUpdateSettingsFrame,
+    )
+
+    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
+        if isinstance(frame, self.switcher_frames):
+            await super().process_frame(frame, direction)  # type: ignore[misc]
+            return
+        # What every processor does with a frame (observers, interruptions),
+        # without the parallel pipeline's fan-out to every branch.
+        await FrameProcessor.process_frame(self, frame, direction)  # type: ignore[arg-type]
+        await self.strategy.active_service.queue_frame(frame, direction)  # type: ignore[attr-defined]
 
     def _init_members(self, by_member: Mapping[str, FrameProcessor | None]) -> None:
         self._by_member = dict(by_member)

@@ -60,7 +60,9 @@ class CartesiaSimulator(TTSSimulator[CartesiaConnection]):
         refusal = self.refusal()
         if refusal is not None:
             return refusal
-        ws = web.WebSocketResponse(max_msg_size=0)
+        # No permessage-deflate: PCM barely compresses, and a runner should not
+        # be measured paying to compress it for a simulator.
+        ws = web.WebSocketResponse(compress=False, max_msg_size=0)
         await ws.prepare(request)
         conn = CartesiaConnection(
             MultiDict(request.query),

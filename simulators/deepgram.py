@@ -242,7 +242,9 @@ class DeepgramSimulator(ProviderSimulator[ListenConnection]):
         refusal = self.refusal()
         if refusal is not None:
             return refusal
-        ws = web.WebSocketResponse(max_msg_size=0)
+        # No permessage-deflate: PCM barely compresses, and a runner should not
+        # be measured paying to compress it for a simulator.
+        ws = web.WebSocketResponse(compress=False, max_msg_size=0)
         await ws.prepare(request)
         conn = ListenConnection(MultiDict(request.query), _api_key(request))
         async with self.connection(ws, conn, f"connection opened: {request.query_string}"):

@@ -91,7 +91,9 @@ class ElevenLabsSimulator(TTSSimulator[ElevenLabsConnection]):
                 text=f"output_format {output_format!r}: the simulator speaks pcm_<rate> and "
                 "ulaw_8000 only",
             )
-        ws = web.WebSocketResponse(max_msg_size=0)
+        # No permessage-deflate: PCM barely compresses, and a runner should not
+        # be measured paying to compress it for a simulator.
+        ws = web.WebSocketResponse(compress=False, max_msg_size=0)
         await ws.prepare(request)
         conn = ElevenLabsConnection(
             request.match_info["voice_id"],

@@ -116,7 +116,7 @@ def team_request() -> dict[str, Any]:
         member(
             SUPPORT,
             "Support",
-            engine="openai.gpt-4o",
+            engine="openai.gpt-4o-mini",
             key=OPENAI_KEY,
             prompt="You fix problems for {{ company }}.",
             tts=("cartesia", "voice-support"),

@@ -119,6 +119,17 @@ async def test_transitions_switch_prompt_tools_llm_voice_and_ears(
     greeter_again, support_first = requests[2], requests[3]
     assert greeter_again.system_prompt == "You greet callers for Acme."
     assert support_first.system_prompt == "You fix problems for Acme."
+    # Greeter and support share one LLM service (one account); each gets its own model.
+    assert (greeting.model, greeter_again.model, support_first.model) == (
+        "gpt-4o",
+        "gpt-4o",
+        "gpt-4o-mini",
+    )
+    session = runner.sessions.get(CALL_ID)
+    assert [n for n, _ in session.call.components if n.startswith("LLM")] == [
+        "LLM openai.gpt-4o, openai.gpt-4o-mini (members: Greeter, Support)",
+        "LLM grok.grok-3 (members: Billing)",
+    ]
     assert support_first.tool_names == []
     await call.wait(
         lambda c: "Support here, what is broken?" in c.bot_llm_text(), 10, "support's greeting"

@@ -37,6 +37,15 @@ class LLMSpec:
     def describe(self) -> str:
         return f"{self.provider}.{self.model}"
 
+    @property
+    def account(self) -> LLMSpec:
+        """What one LLM service can serve: any model of one provider, key and endpoint.
+
+        Members that differ only in model share a service; each member's model
+        is set on it when the member takes the call.
+        """
+        return LLMSpec(provider=self.provider, model="", key=self.key, endpoint=self.endpoint)
+
 
 @dataclass(frozen=True)
 class STTSpec:

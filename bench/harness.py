@@ -1,0 +1,190 @@
+"""What the benchmarks share: the runner as a process of its own, its CPU and memory, figures.
+
+``RunnerProcess`` starts ``python main.py`` pointed at a simulated cloud and
+reads its CPU time and resident memory from ``/proc``, so a figure counts the
+runner's work and not the simulators' (which run in the benchmark's own
+process). ``percentile`` and ``table`` turn measurements into what is printed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import platform
+import socket
+import statistics
+import sys
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def deployment_environment() -> dict[str, str]:
+    """The environment the Dockerfile gives the runner, so a figure is the deployed runner's.
+
+    ``SSL_CERT_DIR`` (and no ``SSL_CERT_FILE``) makes OpenSSL load CA
+    certificates lazily from the hashed directory: every HTTPS client a
+    provider SDK builds then costs 0.15 ms instead of about 20 ms.
+    """
+    if Path("/etc/ssl/certs").is_dir():
+        return {"SSL_CERT_DIR": "/etc/ssl/certs"}
+    return {}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class RunnerProcess:
+    """``python main.py`` in a process of its own, pointed at ``environment``."""
+
+    def __init__(
+        self,
+        environment: Mapping[str, str],
+        *,
+        log_level: str = "ERROR",
+        cores: set[int] | None = None,
+    ) -> None:
+        self.port = free_port()
+        self._cores = cores
+        self._env = {
+            **{
+                k: v
+                for k, v in os.environ.items()
+                if not k.endswith(("_API_KEY", "_BASE_URL")) and k != "SSL_CERT_FILE"
+            },
+            **deployment_environment(),
+            **environment,
+            "RUNNER_HOST": "127.0.0.1",
+            "RUNNER_PORT": str(self.port),
+            "RUNNER_LOG_LEVEL": log_level,
+        }
+        self._process: asyncio.subprocess.Process | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        assert self._process is not None
+        return self._process.pid
+
+    async def start(self, timeout: float = 60.0) -> None:
+        cores = self._cores
+        self._process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "main.py",
+            cwd=ROOT,
+            env=self._env,
+            stdout=asyncio.subprocess.DEVNULL,
+            preexec_fn=(lambda: os.sched_setaffinity(0, cores)) if cores else None,
+        )
+        deadline = time.monotonic() + timeout
+        async with httpx.AsyncClient() as http:
+            while time.monotonic() < deadline:
+                if self._process.returncode is not None:
+                    raise RuntimeError(f"the runner exited with {self._process.returncode}")
+                try:
+                    if (await http.get(f"{self.url}/health")).status_code == 200:
+                        return
+                except httpx.TransportError:
+                    pass
+                await asyncio.sleep(0.05)
+        raise TimeoutError(f"the runner did not answer /health within {timeout:g}s")
+
+    async def stop(self) -> None:
+        if self._process is not None and self._process.returncode is None:
+            self._process.terminate()
+            await asyncio.wait_for(self._process.wait(), 20)
+
+    async def __aenter__(self) -> RunnerProcess:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def cpu_seconds(self) -> float:
+        """User plus system CPU time of the runner so far, every thread included."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+    def rss_mib(self) -> float:
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        raise RuntimeError("no VmRSS in /proc/<pid>/status")
+
+
+def split_cores() -> tuple[set[int], set[int]]:
+    """(the runner's cores, the benchmark's): apart, so the simulators don't crowd the runner.
+
+    Pins this process to the second set. On one core both get it.
+    """
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        return set(cores), set(cores)
+    runner, rest = {cores[0]}, set(cores[1:])
+    os.sched_setaffinity(0, rest)
+    return runner, rest
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) by linear interpolation; NaN for no values."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def median(values: Iterable[float]) -> float:
+    return statistics.median(list(values))
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """A Markdown table, so a run's output can go into BENCHMARKS.md as it is."""
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    lines = [
+        "| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)) + " |",
+        "|" + "|".join("-" * (w + 2) for w in widths) + "|",
+    ]
+    lines += [
+        "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in cells
+    ]
+    return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}" if abs(value) < 100 else f"{value:.0f}"
+    return str(value)
+
+
+def machine() -> str:
+    """One line about where a figure was measured."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}"
+
+
+def banner(title: str) -> None:
+    print(f"## {title}\n\n{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine()}\n")

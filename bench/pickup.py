@@ -1,0 +1,171 @@
+"""Call pickup: POST /run to 200, and to the output socket connected, by team size.
+
+Teams of 1, 5, 10 and 20 members, half of them sharing settings (so a team
+of 10 has 5 distinct LLM models, voices and STT languages), against a
+single-AI call measured in the same run, for text calls (no speech) and voice
+calls (Deepgram and Cartesia simulators, each distinct setting one websocket
+to open). It also counts the connections each call opened at the simulators:
+they must equal the distinct settings.
+
+    python -m bench.pickup [--rounds 12]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from typing import Any
+
+import httpx
+
+from bench.harness import RunnerProcess, banner, percentile, table
+from simulators.cloud import Cloud
+
+SIZES = (1, 5, 10, 20)
+LANGUAGES = ["en", "en-US", "en-GB", "en-AU", "en-IN", "en-NZ", "de", "fr", "es", "it"]
+
+
+def distinct(size: int) -> int:
+    """How many members have settings of their own; the rest share the first member's."""
+    return size - size // 2
+
+
+def single_request(call_id: str, voice: bool) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": call_id,
+        "llm_type": "openai.model-0",
+        "llm_messages": [{"role": "system", "content": "Greet the caller."}],
+        "smart_turn_enabled": False,
+    }
+    if voice:
+        body.update(
+            stt_type="deepgram", stt_language="en", tts_type="cartesia", tts_voice_id="voice-0"
+        )
+    return body
+
+
+def team_request(call_id: str, size: int, voice: bool) -> dict[str, Any]:
+    own = distinct(size)
+    members = []
+    for i in range(size):
+        j = i if i < own else 0
+        ai: dict[str, Any] = {
+            "engine_model": f"openai.model-{j}",
+            "init_prompt": f"You are member {i}.",
+        }
+        if voice:
+            ai.update(
+                stt_type="deepgram",
+                stt_language=LANGUAGES[j],
+                tts_type="cartesia",
+                tts_voice_id=f"voice-{j}",
+            )
+        members.append(
+            {
+                "id": f"m{i}",
+                "name": f"Member {i}",
+                "ai": ai,
+                "tools": [],
+                "transitions": [
+                    {
+                        "function_name": f"transfer_to_m{(i + 1) % size}",
+                        "description": "next",
+                        "next_member_id": f"m{(i + 1) % size}",
+                    }
+                ]
+                if size > 1
+                else [],
+            }
+        )
+    body = single_request(call_id, voice)
+    body["resolved_team"] = {"id": "team", "start_member_id": "m0", "members": members}
+    return body
+
+
+async def pick_up(
+    cloud: Cloud, runner: RunnerProcess, http: httpx.AsyncClient, body: dict[str, Any]
+) -> tuple[float, float, int, int]:
+    """One call: seconds to 200, to the output socket, and the STT and TTS sockets it opened."""
+    call_id = body["id"]
+    call = cloud.manager.expect_call(call_id)
+    stt_before, tts_before = cloud.deepgram.connections_opened, cloud.cartesia.connections_opened
+    started = time.monotonic()
+    response = await http.post(f"{runner.url}/run", json=body)
+    answered = time.monotonic() - started
+    if response.status_code != 200:
+        raise RuntimeError(f"/run failed: {response.text}")
+    connected_at = call.connected_at("output")
+    assert connected_at is not None
+    await http.post(f"{runner.url}/stop", params={"id": call_id})
+    await call.wait_closed(timeout=10)
+    return (
+        answered,
+        connected_at - started,
+        cloud.deepgram.connections_opened - stt_before,
+        cloud.cartesia.connections_opened - tts_before,
+    )
+
+
+async def main(rounds: int) -> None:
+    banner("Call pickup")
+    cloud = Cloud()
+    async with (
+        cloud,
+        RunnerProcess(cloud.environment()) as runner,
+        httpx.AsyncClient(timeout=60) as http,
+    ):
+        kinds = [("single", 1)] + [("team", size) for size in SIZES]
+        for voice in (False, True):
+            results: dict[tuple[str, int], list[tuple[float, float, int, int]]] = {
+                k: [] for k in kinds
+            }
+            for round_ in range(rounds + 2):
+                for kind, size in kinds:
+                    call_id = f"{kind}-{size}-{voice}-{round_}"
+                    body = (
+                        single_request(call_id, voice)
+                        if kind == "single"
+                        else team_request(call_id, size, voice)
+                    )
+                    measured = await pick_up(cloud, runner, http, body)
+                    if round_ >= 2:  # the first two rounds warm the process up
+                        results[(kind, size)].append(measured)
+            single_p50 = percentile([r[0] for r in results[("single", 1)]], 50)
+            rows = []
+            for (kind, size), runs in results.items():
+                answered = [r[0] * 1000 for r in runs]
+                connected = [r[1] * 1000 for r in runs]
+                rows.append(
+                    (
+                        "single AI" if kind == "single" else f"team of {size}",
+                        1 if kind == "single" else distinct(size),
+                        percentile(answered, 50),
+                        percentile(answered, 95),
+                        percentile(connected, 50),
+                        percentile(answered, 50) / (single_p50 * 1000),
+                        f"{runs[-1][2]} / {runs[-1][3]}" if voice else "-",
+                    )
+                )
+            print(f"### {'Voice' if voice else 'Text'} calls ({rounds} rounds)\n")
+            print(
+                table(
+                    [
+                        "call",
+                        "distinct settings",
+                        "to 200 p50 ms",
+                        "to 200 p95 ms",
+                        "to output socket p50 ms",
+                        "p50 / single",
+                        "STT / TTS sockets",
+                    ],
+                    rows,
+                )
+            )
+            print()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=12)
+    asyncio.run(main(parser.parse_args().rounds))

@@ -1,0 +1,54 @@
+"""The RTVI events pipecat-manager reads, sent straight to its output socket.
+
+pipecat-manager turns ``user-transcription`` (final), ``user-llm-text``,
+``bot-llm-text``, ``bot-transcription``, ``bot-llm-stopped`` and ``error``
+messages into events, and ignores every other RTVI message. So the runner
+sends only those: pipecat's defaults add a message per spoken word, per
+metric and per speaking state, each of which Go parses and drops.
+
+And it sends them straight to the output socket. pipecat's RTVI processor
+sits at the head of the pipeline and pushes each message downstream through
+every processor to the output transport, which in a team call means through
+every branch of every router: per bot audio chunk, more work than the audio
+itself (measured; see BENCHMARKS.md). ``RTVIObserver.send_rtvi_message`` is
+pipecat's hook for sending messages another way. Errors are still reported by
+the RTVI processor itself.
+"""
+
+from __future__ import annotations
+
+from pipecat.frames.frames import OutputTransportMessageUrgentFrame
+from pipecat.processors.frame_processor import FrameProcessor
+from pipecat.processors.frameworks.rtvi import RTVIObserver, RTVIObserverParams, RTVIProcessor
+from pydantic import BaseModel
+
+# Only what pipecat-manager reads (see models/pipecatframe/helper.go on the Go side).
+MANAGER_MESSAGES = RTVIObserverParams(
+    bot_llm_enabled=True,  # bot-llm-started/-text/-stopped, bot-transcription
+    user_llm_enabled=True,  # user-llm-text
+    user_transcription_enabled=True,  # user-transcription
+    bot_output_enabled=False,
+    bot_tts_enabled=False,
+    bot_speaking_enabled=False,
+    user_speaking_enabled=False,
+    user_mute_enabled=False,
+    user_input_enabled=False,
+    metrics_enabled=False,
+)
+
+
+class ManagerEvents(RTVIObserver):
+    """pipecat's RTVI observer, delivering to the output transport without crossing the pipeline.
+
+    Args:
+        rtvi: The call's RTVI processor (it handles what Go sends, such as send-text).
+        output: The output transport of the socket to pipecat-manager.
+    """
+
+    def __init__(self, rtvi: RTVIProcessor, output: FrameProcessor) -> None:
+        super().__init__(rtvi, params=MANAGER_MESSAGES)
+        self._output = output
+
+    async def send_rtvi_message(self, model: BaseModel, exclude_none: bool = True) -> None:
+        message = model.model_dump(exclude_none=exclude_none)
+        await self._output.queue_frame(OutputTransportMessageUrgentFrame(message=message))
