@@ -436,12 +436,20 @@ class OpenAISimulator(Simulator):
             return self._responder(chat)
         return Reply.say(DEFAULT_REPLY_TEXT)
 
+    def _tool_call_id(self, number: int) -> str:
+        """``call_<n>``, or ``call_<name>_<n>`` for a simulator not named openai.
+
+        Two simulators can answer in one conversation (a team call's members),
+        and a real provider never repeats a tool call id there.
+        """
+        return f"call_{number}" if self.name == "openai" else f"call_{self.name}_{number}"
+
     def _render(self, chat: ChatRequest, reply: Reply) -> Completion:
         self._completions += 1
         calls = []
         for call in reply.tool_calls:
             self._tool_calls += 1
-            calls.append((f"call_{self._tool_calls}", call))
+            calls.append((self._tool_call_id(self._tool_calls), call))
         return Completion(
             id=f"chatcmpl-{self.name}-{self._completions}",
             created=int(time.time()),
