@@ -175,8 +175,10 @@ def build_call(plan: CallPlan, runtime: Runtime, observers: Iterable[BaseObserve
         params=PipelineParams(
             audio_in_sample_rate=SAMPLE_RATE,
             audio_out_sample_rate=SAMPLE_RATE,
-            enable_metrics=True,
-            enable_usage_metrics=True,
+            # Nothing reads pipecat's metrics (Go does not ask for them), and each
+            # LLM or TTS request would send four more frames down the pipeline.
+            enable_metrics=False,
+            enable_usage_metrics=False,
         ),
         idle_timeout_secs=runtime.settings.session_idle_secs,
         # pipecat's turn tracking only feeds its tracing, which the runner does not use;

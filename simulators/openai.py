@@ -215,7 +215,9 @@ class ChatRequest:
     responded_at: float | None = None
 
     @classmethod
-    def from_body(cls, body: dict[str, Any], headers: Mapping[str, str]) -> ChatRequest:
+    def from_body(
+        cls, body: dict[str, Any], headers: Mapping[str, str], received_at: float | None = None
+    ) -> ChatRequest:
         messages = list(body.get("messages") or [])
         tools = list(body.get("tools") or [])
         system = [
@@ -229,7 +231,7 @@ class ChatRequest:
             system_prompt="\n\n".join(system) if system else None,
             stream=bool(body.get("stream", False)),
             authorization=headers.get("Authorization"),
-            received_at=time.monotonic(),
+            received_at=time.monotonic() if received_at is None else received_at,
             raw=body,
             headers=dict(headers),
         )
@@ -461,6 +463,8 @@ class OpenAISimulator(Simulator):
         )
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        # Arrival is when the server hands the request over, before this simulator parses it.
+        received_at = time.monotonic()
         try:
             body = await request.json()
         except json.JSONDecodeError:
@@ -469,7 +473,7 @@ class OpenAISimulator(Simulator):
         if problem is not None:
             return Failure(400, problem, "invalid_request_error").response()
 
-        chat = ChatRequest.from_body(body, request.headers)
+        chat = ChatRequest.from_body(body, request.headers, received_at)
         reply = chat.reply = self._next_reply(chat)
         completion = None if reply.failure else self._render(chat, reply)
         if completion is not None:

@@ -18,6 +18,7 @@ import httpx
 from simulators.deepgram import ListenConnection
 from simulators.manager import Caller, CallRecord, ToolResult
 from simulators.openai import Reply
+from teamrunner.manager.events import MANAGER_READS
 from teamrunner.server import RunnerServer
 
 from conftest import Cloud
@@ -141,6 +142,9 @@ async def test_transitions_switch_prompt_tools_llm_voice_and_ears(
     # Three members, two TTS providers and three voices: one connection per voice.
     assert cloud.cartesia.connections_opened == 2
     assert cloud.elevenlabs.connections_opened == 1
+    # Go was sent only the RTVI messages it reads: no function-call or started events.
+    assert {m.type for m in call.rtvi()} <= MANAGER_READS
+    assert {m.type for m in call.rtvi()} >= {"bot-llm-text", "bot-llm-stopped", "user-llm-text"}
 
 
 async def test_members_with_equal_settings_share_one_connection(

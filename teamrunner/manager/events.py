@@ -4,7 +4,11 @@ pipecat-manager turns ``user-transcription`` (final), ``user-llm-text``,
 ``bot-llm-text``, ``bot-transcription``, ``bot-llm-stopped`` and ``error``
 messages into events, and ignores every other RTVI message. So the runner
 sends only those: pipecat's defaults add a message per spoken word, per
-metric and per speaking state, each of which Go parses and drops.
+metric, per speaking state and per function call, each of which Go parses and
+drops. The observer also looks at each frame once (``observe_every_push``
+off), not at every processor it passes: pipecat hands each observer every
+push through a queue of its own, which in a team handoff was five queue
+hand-offs per frame on the event loop every call shares.
 
 And it sends them straight to the output socket. pipecat's RTVI processor
 sits at the head of the pipeline and pushes each message downstream through
@@ -20,6 +24,7 @@ from __future__ import annotations
 from pipecat.frames.frames import OutputTransportMessageUrgentFrame
 from pipecat.processors.frame_processor import FrameProcessor
 from pipecat.processors.frameworks.rtvi import RTVIObserver, RTVIObserverParams, RTVIProcessor
+from pipecat.processors.frameworks.rtvi.observer import RTVIFunctionCallReportLevel
 from pydantic import BaseModel
 
 # Only what pipecat-manager reads (see models/pipecatframe/helper.go on the Go side).
@@ -34,6 +39,19 @@ MANAGER_MESSAGES = RTVIObserverParams(
     user_mute_enabled=False,
     user_input_enabled=False,
     metrics_enabled=False,
+    function_call_report_level={"*": RTVIFunctionCallReportLevel.DISABLED},
+)
+
+# The message types pipecat-manager turns into events; any other is not sent.
+MANAGER_READS = frozenset(
+    {
+        "user-transcription",
+        "user-llm-text",
+        "bot-llm-text",
+        "bot-transcription",
+        "bot-llm-stopped",
+        "error",
+    }
 )
 
 
@@ -46,9 +64,13 @@ class ManagerEvents(RTVIObserver):
     """
 
     def __init__(self, rtvi: RTVIProcessor, output: FrameProcessor) -> None:
-        super().__init__(rtvi, params=MANAGER_MESSAGES)
+        # Every message the runner sends is decided by a frame's first push (the
+        # aggregated-text exception in RTVIObserver serves bot-output, which is off).
+        super().__init__(rtvi, params=MANAGER_MESSAGES, observe_every_push=False)
         self._output = output
 
     async def send_rtvi_message(self, model: BaseModel, exclude_none: bool = True) -> None:
+        if getattr(model, "type", None) not in MANAGER_READS:
+            return
         message = model.model_dump(exclude_none=exclude_none)
         await self._output.queue_frame(OutputTransportMessageUrgentFrame(message=message))

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pipecat.services.openai.llm import OpenAILLMService
 from pipecat.services.xai.llm import GrokLLMService
 
+from teamrunner.providers.chat_completions import DirectChatClient
 from teamrunner.providers.registry import Registry
 from teamrunner.providers.resources import OpenAIClients, SharedResources
 from teamrunner.providers.specs import LLMSpec
@@ -25,7 +26,11 @@ XAI_DEFAULT_ENDPOINT = "https://api.x.ai/v1"
 
 
 class _PooledClient:
-    """Takes the service's OpenAI client from the process's pool instead of making its own."""
+    """Takes the service's OpenAI client from the process's pool instead of making its own.
+
+    The pooled client is wrapped in a :class:`DirectChatClient`, which sends
+    chat completion requests without the SDK's per-request transform.
+    """
 
     def __init__(self, *, clients: OpenAIClients, **kwargs: Any) -> None:
         self._pool = clients
@@ -40,7 +45,9 @@ class _PooledClient:
         default_headers: dict[str, str] | None = None,
         **kwargs: Any,
     ) -> Any:
-        return self._pool.get(api_key, base_url, organization, project, default_headers)
+        return DirectChatClient(
+            self._pool.get(api_key, base_url, organization, project, default_headers)
+        )
 
 
 class PooledOpenAILLMService(_PooledClient, OpenAILLMService):

@@ -1,0 +1,93 @@
+"""Chat completion requests without the OpenAI SDK's per-request transform.
+
+``AsyncOpenAI.chat.completions.create`` walks every message of the request
+against the SDK's TypedDict annotations before sending it
+(``async_maybe_transform``). For chat messages that walk changes nothing but
+dropping unset arguments (no request field has an alias or a special format),
+yet it is the runner's largest cost per LLM request: about 5 ms of CPU for a
+30-message context, growing with the conversation, on the event loop that
+every call in the process shares. Profiles of a team handoff showed it as two
+thirds of the runner's CPU (see BENCHMARKS.md).
+
+:class:`DirectChatClient` wraps a shared ``AsyncOpenAI`` and answers
+``chat.completions.create(**params)`` -- the one call pipecat's OpenAI LLM
+services make -- by posting the same JSON body through the SDK's public
+``post`` method, so retries, authentication, errors and the streaming parser
+are still the SDK's own. Everything else is delegated to the wrapped client.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openai import AsyncOpenAI, AsyncStream, NotGiven, Omit
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+CHAT_COMPLETIONS_PATH = "/chat/completions"
+
+_OPTION_ARGUMENTS = {
+    "extra_headers": "headers",
+    "extra_query": "params",
+    "extra_body": "extra_json",
+    "timeout": "timeout",
+}
+
+
+def _given(value: Any) -> bool:
+    return not isinstance(value, NotGiven | Omit)
+
+
+def request_parts(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split ``create``'s keyword arguments into the JSON body and the SDK's request options.
+
+    Unset arguments (``NOT_GIVEN``/``omit``) are dropped, as the SDK drops
+    them; ``extra_*`` and ``timeout`` become request options, so an
+    ``extra_body`` is merged into the JSON by the SDK exactly as before.
+    """
+    body: dict[str, Any] = {}
+    options: dict[str, Any] = {}
+    for name, value in params.items():
+        if name in _OPTION_ARGUMENTS:
+            if value is not None and _given(value):
+                options[_OPTION_ARGUMENTS[name]] = value
+        elif _given(value):
+            body[name] = value
+    return body, options
+
+
+class DirectChatCompletions:
+    """``chat.completions`` whose ``create`` sends the request as given."""
+
+    def __init__(self, client: AsyncOpenAI) -> None:
+        self._client = client
+
+    async def create(self, **params: Any) -> ChatCompletion | AsyncStream[ChatCompletionChunk]:
+        body, options = request_parts(params)
+        return await self._client.post(
+            CHAT_COMPLETIONS_PATH,
+            body=body,
+            options=options,  # type: ignore[arg-type]
+            cast_to=ChatCompletion,
+            stream=bool(body.get("stream")),
+            stream_cls=AsyncStream[ChatCompletionChunk],
+        )
+
+
+class _Chat:
+    def __init__(self, completions: DirectChatCompletions) -> None:
+        self.completions = completions
+
+
+class DirectChatClient:
+    """A shared ``AsyncOpenAI`` whose chat completions skip the request transform."""
+
+    def __init__(self, client: AsyncOpenAI) -> None:
+        self._client = client
+        self.chat = _Chat(DirectChatCompletions(client))
+
+    @property
+    def wrapped(self) -> AsyncOpenAI:
+        return self._client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
