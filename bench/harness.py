@@ -9,8 +9,10 @@ process). ``percentile`` and ``table`` turn measurements into what is printed.
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import os
 import platform
+import signal
 import socket
 import statistics
 import sys
@@ -23,6 +25,7 @@ import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+PR_SET_PDEATHSIG = 1
 
 
 def deployment_environment() -> dict[str, str]:
@@ -35,6 +38,15 @@ def deployment_environment() -> dict[str, str]:
     if Path("/etc/ssl/certs").is_dir():
         return {"SSL_CERT_DIR": "/etc/ssl/certs"}
     return {}
+
+
+def _die_with_parent() -> None:
+    """Have Linux stop the runner if the benchmark dies, so no runner outlives a killed run."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass  # not Linux: the runner is still stopped on a normal exit
 
 
 def free_port() -> int:
@@ -80,13 +92,19 @@ class RunnerProcess:
 
     async def start(self, timeout: float = 60.0) -> None:
         cores = self._cores
+
+        def in_child() -> None:
+            _die_with_parent()
+            if cores:
+                os.sched_setaffinity(0, cores)
+
         self._process = await asyncio.create_subprocess_exec(
             sys.executable,
             "main.py",
             cwd=ROOT,
             env=self._env,
             stdout=asyncio.subprocess.DEVNULL,
-            preexec_fn=(lambda: os.sched_setaffinity(0, cores)) if cores else None,
+            preexec_fn=in_child,
         )
         deadline = time.monotonic() + timeout
         async with httpx.AsyncClient() as http:
