@@ -29,7 +29,7 @@ import httpx
 
 from bench.harness import RunnerProcess, banner, percentile, split_cores, table
 from simulators.cloud import Cloud
-from simulators.manager import Caller
+from simulators.manager import Caller, CallRecord
 from simulators.openai import ChatRequest, Reply
 from simulators.speech import speak
 from simulators.voices import VoiceBook
@@ -84,19 +84,28 @@ class PingPong:
         return Reply.call(f"to_{other}")
 
 
+async def ping_pong(
+    cloud: Cloud, runner: RunnerProcess, http: httpx.AsyncClient, count: int, *, voice: bool
+) -> tuple[CallRecord, list[ChatRequest]]:
+    """Run a ping-pong call until ``count`` handoffs; its record and both LLMs' requests."""
+    call_id = "voice-handoffs" if voice else "text-handoffs"
+    call = cloud.manager.expect_call(call_id)
+    response = await http.post(f"{runner.url}/run", json=ping_pong_team(call_id, voice=voice))
+    if response.status_code != 200:
+        raise RuntimeError(f"/run failed: {response.text}")
+    await _requests(cloud, count + 1)
+    if voice:
+        await asyncio.sleep(0.5)  # let the last lines' audio arrive
+    await http.post(f"{runner.url}/stop", params={"id": call_id})
+    await call.wait_closed(timeout=10)
+    requests = sorted(cloud.openai.requests + cloud.grok.requests, key=lambda r: r.received_at)
+    return call, requests
+
+
 async def text_handoffs(
     cloud: Cloud, runner: RunnerProcess, http: httpx.AsyncClient, count: int
 ) -> list[float]:
-    call = cloud.manager.expect_call("text-handoffs")
-    assert (
-        await http.post(f"{runner.url}/run", json=ping_pong_team("text-handoffs", voice=False))
-    ).status_code == 200
-    await cloud.openai.wait_until(
-        lambda: len(cloud.openai.requests) + len(cloud.grok.requests) > count, 60
-    )
-    requests = sorted(cloud.openai.requests + cloud.grok.requests, key=lambda r: r.received_at)
-    await http.post(f"{runner.url}/stop", params={"id": "text-handoffs"})
-    await call.wait_closed(timeout=10)
+    _, requests = await ping_pong(cloud, runner, http, count, voice=False)
     return [
         nxt.received_at - prev.responded_at
         for prev, nxt in itertools.pairwise(requests[: count + 1])
@@ -107,13 +116,7 @@ async def text_handoffs(
 async def voice_handoffs(
     cloud: Cloud, runner: RunnerProcess, http: httpx.AsyncClient, count: int
 ) -> list[float]:
-    call = cloud.manager.expect_call("voice-handoffs")
-    assert (
-        await http.post(f"{runner.url}/run", json=ping_pong_team("voice-handoffs", voice=True))
-    ).status_code == 200
-    await _requests(cloud, count + 1)
-    await asyncio.sleep(0.5)  # let the last lines' audio arrive
-    requests = sorted(cloud.openai.requests + cloud.grok.requests, key=lambda r: r.received_at)
+    call, requests = await ping_pong(cloud, runner, http, count, voice=True)
     tts = {r.transcript: r for r in cloud.cartesia.requests if r.transcript}
     first_audio = {text: at for (_, text), at in cloud.cartesia.first_audio_at.items()}
     chunks = call.audio_chunks()
@@ -138,8 +141,6 @@ async def voice_handoffs(
             first_audio[text] - tts[text].received_at
         )
         latencies.append(audio.at - prev.responded_at - simulators)
-    await http.post(f"{runner.url}/stop", params={"id": "voice-handoffs"})
-    await call.wait_closed(timeout=10)
     return latencies
 
 

@@ -48,10 +48,8 @@ MESSAGES: list[dict[str, Any]] = [
 
 @pytest.fixture
 async def sim() -> AsyncIterator[OpenAISimulator]:
-    simulator = OpenAISimulator()
-    await simulator.start()
-    yield simulator
-    await simulator.stop()
+    async with OpenAISimulator() as simulator:
+        yield simulator
 
 
 def arguments() -> dict[str, Any]:
