@@ -200,61 +200,33 @@ def ms(values: list[float], q: float) -> float:
     return percentile(values, q) * 1000
 
 
+def row(measure: str, values: list[float]) -> tuple[str, int, float, float, float]:
+    return (measure, len(values), ms(values, 50), ms(values, 95), ms(values, 100))
+
+
 async def main(handoffs: int, turns: int) -> None:
     banner("Handoff latency")
     runner_cores, _ = split_cores()
-    async with Cloud(
-        voices=VOICES, ms_per_char=20, responder=PingPong(voice=False, limit=handoffs)
-    ) as cloud:
-        runner = RunnerProcess(cloud.environment(), cores=runner_cores)
-        async with runner, httpx.AsyncClient(timeout=60) as http:
-            text = await text_handoffs(cloud, runner, http, handoffs)
-    async with Cloud(
-        voices=VOICES, ms_per_char=20, responder=PingPong(voice=True, limit=handoffs)
-    ) as cloud:
-        runner = RunnerProcess(cloud.environment(), cores=runner_cores)
-        async with runner, httpx.AsyncClient(timeout=60) as http:
-            voice = await voice_handoffs(cloud, runner, http, handoffs)
+    handoff: dict[bool, list[float]] = {}
+    for voice in (False, True):
+        responder = PingPong(voice=voice, limit=handoffs)
+        async with Cloud(voices=VOICES, ms_per_char=20, responder=responder) as cloud:
+            runner = RunnerProcess(cloud.environment(), cores=runner_cores)
+            async with runner, httpx.AsyncClient(timeout=60) as http:
+                measure = voice_handoffs if voice else text_handoffs
+                handoff[voice] = await measure(cloud, runner, http, handoffs)
     async with Cloud(voices=VOICES, ms_per_char=20) as cloud:
         runner = RunnerProcess(cloud.environment(), cores=runner_cores)
         async with runner, httpx.AsyncClient(timeout=60) as http:
             single = await voice_to_voice(cloud, runner, http, team=False, turns=turns)
             team = await voice_to_voice(cloud, runner, http, team=True, turns=turns)
-    print(
-        table(
-            ["measure", "n", "p50 ms", "p95 ms", "max ms"],
-            [
-                (
-                    "text handoff: transition call to next LLM request",
-                    len(text),
-                    ms(text, 50),
-                    ms(text, 95),
-                    ms(text, 100),
-                ),
-                (
-                    "voice handoff: transition call to next voice, runner's share",
-                    len(voice),
-                    ms(voice, 50),
-                    ms(voice, 95),
-                    ms(voice, 100),
-                ),
-                (
-                    "voice-to-voice, single AI",
-                    len(single),
-                    ms(single, 50),
-                    ms(single, 95),
-                    ms(single, 100),
-                ),
-                (
-                    "voice-to-voice, team start member",
-                    len(team),
-                    ms(team, 50),
-                    ms(team, 95),
-                    ms(team, 100),
-                ),
-            ],
-        )
-    )
+    rows = [
+        row("text handoff: transition call to next LLM request", handoff[False]),
+        row("voice handoff: transition call to next voice, runner's share", handoff[True]),
+        row("voice-to-voice, single AI", single),
+        row("voice-to-voice, team start member", team),
+    ]
+    print(table(["measure", "n", "p50 ms", "p95 ms", "max ms"], rows))
     print(
         "\nTurn settings for voice-to-voice: Silero VAD stop_secs 0.2 plus the fixed 0.6 s rule "
         "(smart_turn_enabled false); the Deepgram simulator transcribes at once."
