@@ -33,7 +33,15 @@ from typing import Any
 
 import httpx
 
-from bench.harness import RunnerProcess, banner, percentile, split_cores, table
+from bench.harness import (
+    RunnerProcess,
+    banner,
+    caller_turn,
+    percentile,
+    split_cores,
+    table,
+    voice_call,
+)
 from simulators.cloud import Cloud
 from simulators.manager import Caller, CallRecord
 from simulators.openai import ChatRequest, Reply
@@ -50,15 +58,7 @@ PAUSE_AFTER_REPLY_S = 0.5
 
 
 def call_body(call_id: str, team: bool) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "id": call_id,
-        "llm_type": "openai.gpt-4o",
-        "llm_messages": [{"role": "system", "content": "Answer the caller."}],
-        "stt_type": "deepgram",
-        "tts_type": "cartesia",
-        "tts_voice_id": "voice-a",
-        "smart_turn_enabled": False,
-    }
+    body = voice_call(call_id, "Answer the caller.")
     if team:
         names = ["a", "b", "c"]
         body["resolved_team"] = {
@@ -133,13 +133,9 @@ async def run_call(
     await call.wait_bot_audio(min_secs=reply_secs * 0.9, timeout=30)
     for _ in range(turns):
         await asyncio.sleep(PAUSE_AFTER_REPLY_S)
-        before = len(call.audio_chunks())
         heard_before = call.received_bot_secs()
-        await cloud.manager.say(call_id, Caller.pcm(speech))
-        await call.wait(lambda c, b=before: len(c.audio_chunks()) > b, 30, "a reply")
-        ended = call.caller_speech_ended_at()
-        assert ended is not None
-        result.voice_to_voice.append(call.audio_chunks()[before].at - ended)
+        before, latency = await caller_turn(cloud, call, speech)
+        result.voice_to_voice.append(latency)
         await call.wait(
             lambda c, h=heard_before: c.received_bot_secs() - h >= reply_secs * 0.95,
             30,

@@ -27,7 +27,15 @@ from typing import Any
 
 import httpx
 
-from bench.harness import RunnerProcess, banner, percentile, split_cores, table
+from bench.harness import (
+    RunnerProcess,
+    banner,
+    caller_turn,
+    percentile,
+    split_cores,
+    table,
+    voice_call,
+)
 from simulators.cloud import Cloud
 from simulators.manager import Caller, CallRecord
 from simulators.openai import ChatRequest, Reply
@@ -153,15 +161,7 @@ async def voice_to_voice(
         cloud.openai.push(Reply.say("Sure."))
     cloud.deepgram.push_transcripts(*["What is my balance?"] * turns)
     call = cloud.manager.expect_call(call_id, caller=Caller(Caller.silence(0.5)))
-    body: dict[str, Any] = {
-        "id": call_id,
-        "llm_type": "openai.a",
-        "llm_messages": [{"role": "system", "content": "Answer."}],
-        "stt_type": "deepgram",
-        "tts_type": "cartesia",
-        "tts_voice_id": "voice-a",
-        "smart_turn_enabled": False,
-    }
+    body = voice_call(call_id, "Answer.", llm_type="openai.a")
     if team:
         members = ping_pong_team(call_id, voice=True)["resolved_team"]
         for m in members["members"]:
@@ -173,12 +173,8 @@ async def voice_to_voice(
     latencies = []
     for _ in range(turns):
         await asyncio.sleep(1.0)
-        before = len(call.audio_chunks())
-        await cloud.manager.say(call_id, Caller.pcm(speech))
-        await call.wait(lambda c, b=before: len(c.audio_chunks()) > b, 20, "a reply")
-        ended = call.caller_speech_ended_at()
-        first = next(c.at for c in call.audio_chunks()[before:])
-        latencies.append(first - ended)
+        _, latency = await caller_turn(cloud, call, speech)
+        latencies.append(latency)
         await call.wait_bot_audio(min_secs=0, timeout=5)
     await http.post(f"{runner.url}/stop", params={"id": call_id})
     await call.wait_closed(timeout=10)

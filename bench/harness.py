@@ -23,6 +23,9 @@ from typing import Any
 
 import httpx
 
+from simulators.cloud import Cloud
+from simulators.manager import Caller, CallRecord
+
 ROOT = Path(__file__).resolve().parent.parent
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PR_SET_PDEATHSIG = 1
@@ -141,6 +144,32 @@ class RunnerProcess:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
         raise RuntimeError("no VmRSS in /proc/<pid>/status")
+
+
+def voice_call(call_id: str, prompt: str, llm_type: str = "openai.gpt-4o") -> dict[str, Any]:
+    """A single-AI voice call on the Deepgram and Cartesia simulators, fixed end-of-turn rule."""
+    return {
+        "id": call_id,
+        "llm_type": llm_type,
+        "llm_messages": [{"role": "system", "content": prompt}],
+        "stt_type": "deepgram",
+        "tts_type": "cartesia",
+        "tts_voice_id": "voice-a",
+        "smart_turn_enabled": False,
+    }
+
+
+async def caller_turn(
+    cloud: Cloud, call: CallRecord, speech: bytes, timeout: float = 30.0
+) -> tuple[int, float]:
+    """The caller says ``speech``; returns the index of the reply's first bot audio chunk,
+    and the voice-to-voice time: from the end of the caller's speech to that chunk."""
+    first = len(call.audio_chunks())
+    await cloud.manager.say(call.call_id, Caller.pcm(speech))
+    await call.wait(lambda c: len(c.audio_chunks()) > first, timeout, "a reply")
+    ended = call.caller_speech_ended_at()
+    assert ended is not None, "the simulator recorded no end of the caller's speech"
+    return first, call.audio_chunks()[first].at - ended
 
 
 def split_cores() -> tuple[set[int], set[int]]:

@@ -12,6 +12,10 @@ import asyncio
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from teamrunner.teamfile import TeamFile
 
 DEMO_TEAM = Path(__file__).resolve().parent.parent / "teams" / "demo.yaml"
 
@@ -41,13 +45,22 @@ def main(argv: list[str] | None = None) -> int:
     )
 
 
-def _check(path: Path) -> int:
+def _load(path: Path) -> TeamFile | None:
+    """The team file, or None once its problem is printed (exit status 2)."""
     from teamrunner import teamfile
 
     try:
-        team = teamfile.load(path)
+        return teamfile.load(path)
     except teamfile.TeamFileError as e:
         print(e, file=sys.stderr)
+        return None
+
+
+def _check(path: Path) -> int:
+    from teamrunner import teamfile
+
+    team = _load(path)
+    if team is None:
         return 2
     findings = teamfile.check(team)
     print(f"# {team.name or team.team.id}: {len(team.team.members)} members\n")
@@ -72,10 +85,8 @@ async def _call(path: Path, out: Path, say: list[str] | None, caller: Path | Non
 
     logger.remove()
     logger.add(sys.stderr, level=os.environ["RUNNER_LOG_LEVEL"], filter=not_expected)
-    try:
-        team = teamfile.load(path)
-    except teamfile.TeamFileError as e:
-        print(e, file=sys.stderr)
+    team = _load(path)
+    if team is None:
         return 2
     findings = teamfile.check(team)
     if not findings.ok:
