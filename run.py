@@ -49,16 +49,14 @@ from pipecat.services.tts_service import TTSService
 from routing import RoutingLLMService, RoutingSTTService, RoutingTTSService, ServicePool
 from team_flow import Routers, TeamFlow
 from teamrunner.caller_audio import CallerAudioStop
-from teamrunner.config import Settings
 from teamrunner.errors import StartError
-from teamrunner.manager.client import ManagerClient
 from teamrunner.manager.events import ManagerEvents
 from teamrunner.manager.tools import ToolBridge
 from teamrunner.manager.transport import SAMPLE_RATE, ManagerSockets, open_sockets
 from teamrunner.plan import CallPlan, MemberPlan, ToolPlan
 from teamrunner.providers import LLM, STT, TTS, LLMSpec, STTSpec, TTSSpec
 from teamrunner.providers.resources import SharedResources
-from teamrunner.redaction import Redactor
+from teamrunner.runtime import Runtime
 from teamrunner.turns import user_params
 
 # What counts as a call being alive, for the idle timeout: someone spoke or typed.
@@ -74,18 +72,8 @@ ACTIVITY_FRAMES = (
 
 
 @dataclass
-class Runtime:
-    """What every call in this process shares."""
-
-    settings: Settings
-    shared: SharedResources
-    manager: ManagerClient
-    redactor: Redactor
-
-
-@dataclass
 class Call:
-    """A built, not yet running, call.
+    """A built, not yet running, call: what ``teamrunner.sessions`` runs.
 
     Attributes:
         plan: What the call is.
@@ -97,19 +85,19 @@ class Call:
         vad: The caller's voice activity detector (None for a text session).
         flow: The team's flow (None for a single-AI call).
         flow_manager: pipecat.flows' manager for a team call.
+        system_instruction: A single AI's system prompt, from the history.
     """
 
     plan: CallPlan
     worker: PipelineWorker
     sockets: ManagerSockets
     components: list[tuple[str, FrameProcessor]]
-    context: LLMContext | None = None
+    context: LLMContext
     vad: VADAnalyzer | None = None
     flow: TeamFlow | None = None
     flow_manager: FlowManager | None = None
     system_instruction: str | None = None
     history: list[dict[str, Any]] = field(default_factory=list)
-    secrets: list[str] = field(default_factory=list)
 
     @property
     def active_member(self) -> MemberPlan:
@@ -130,6 +118,10 @@ class Call:
         if self.system_instruction or self.history:
             await self.worker.queue_frame(LLMRunFrame())
 
+    async def close(self) -> None:
+        if self.flow is not None:
+            await self.flow.close()
+
 
 def build_call(plan: CallPlan, runtime: Runtime, observers: Iterable[BaseObserver] = ()) -> Call:
     """Assemble the pipeline, services and sockets of ``plan`` (nothing connects yet).
@@ -141,11 +133,7 @@ def build_call(plan: CallPlan, runtime: Runtime, observers: Iterable[BaseObserve
         runtime.settings.manager_ws_url, plan.id, hears=plan.hears, redactor=runtime.redactor
     )
     components: list[tuple[str, FrameProcessor]] = []
-    if plan.is_team:
-        slots = _team_slots(plan, runtime, components)
-    else:
-        slots = _single_slots(plan, runtime, components)
-
+    slots = (_team_slots if plan.is_team else _single_slots)(plan, runtime, components)
     context = LLMContext(messages=slots.history, tools=slots.tools)
     turn_params = user_params(plan.turn, runtime.shared.models, hears=plan.hears)
     aggregators = LLMContextAggregatorPair(context, user_params=turn_params)
@@ -157,6 +145,33 @@ def build_call(plan: CallPlan, runtime: Runtime, observers: Iterable[BaseObserve
     # observer that sends Go only the events it reads, straight to its socket.
     rtvi = RTVIProcessor()
     events = ManagerEvents(rtvi, sockets.output.output())
+    processors = _processors(plan, sockets, slots, aggregators, rtvi, components)
+    worker = _worker(plan, runtime, processors, [events, *observers])
+    call = Call(
+        plan=plan,
+        worker=worker,
+        sockets=sockets,
+        components=components,
+        context=context,
+        vad=turn_params.vad_analyzer,
+        flow=slots.flow,
+        system_instruction=slots.system_instruction,
+        history=slots.history,
+    )
+    if slots.flow is not None:
+        call.flow_manager = slots.flow.flow_manager(worker, aggregators)
+    return call
+
+
+def _processors(
+    plan: CallPlan,
+    sockets: ManagerSockets,
+    slots: _Slots,
+    aggregators: LLMContextAggregatorPair,
+    rtvi: RTVIProcessor,
+    components: list[tuple[str, FrameProcessor]],
+) -> list[FrameProcessor]:
+    """The pipeline in order; each socket is put first among the components that must come up."""
     processors: list[FrameProcessor] = [rtvi]
     if sockets.input is not None and slots.stt is not None:
         processors += [sockets.input.input(), slots.stt]
@@ -169,8 +184,16 @@ def build_call(plan: CallPlan, runtime: Runtime, observers: Iterable[BaseObserve
         processors.append(slots.tts)
     processors += [sockets.output.output(), aggregators.assistant()]
     components.insert(0, ("output socket to pipecat-manager", sockets.output.output()))
+    return processors
 
-    worker = PipelineWorker(
+
+def _worker(
+    plan: CallPlan,
+    runtime: Runtime,
+    processors: list[FrameProcessor],
+    observers: list[BaseObserver],
+) -> PipelineWorker:
+    return PipelineWorker(
         Pipeline(processors),
         params=PipelineParams(
             audio_in_sample_rate=SAMPLE_RATE,
@@ -185,24 +208,9 @@ def build_call(plan: CallPlan, runtime: Runtime, observers: Iterable[BaseObserve
         # it would be one more observer to hand every frame of the call to.
         enable_turn_tracking=False,
         idle_timeout_frames=ACTIVITY_FRAMES,
-        observers=[events, *observers],
+        observers=observers,
         name=f"call-{plan.id}",
     )
-    call = Call(
-        plan=plan,
-        worker=worker,
-        sockets=sockets,
-        components=components,
-        context=context,
-        vad=turn_params.vad_analyzer,
-        flow=slots.flow,
-        system_instruction=slots.system_instruction,
-        history=slots.history,
-        secrets=_secrets(plan),
-    )
-    if slots.flow is not None:
-        call.flow_manager = slots.flow.flow_manager(worker, aggregators)
-    return call
 
 
 @dataclass
@@ -234,13 +242,9 @@ def _single_slots(
     if tts is not None:
         components.append((f"TTS {member.tts.describe()}", tts))  # type: ignore[union-attr]
     instruction, history = _split_system_prompt(plan.messages)
-    tools_by_name = {t.name: t for t in member.tools}
     advertised = [
         FunctionSchema(
-            name=t.name,
-            description=t.description,
-            properties=t.parameters.get("properties", {}),
-            required=t.parameters.get("required", []),
+            name=t.name, description=t.description, properties=t.properties, required=t.required
         )
         for t in member.tools
     ]
@@ -250,8 +254,8 @@ def _single_slots(
         tts=tts,
         history=history,
         tools=ToolsSchema(standard_tools=advertised) if advertised else NOT_GIVEN,
-        tool_names=set(tools_by_name),
-        lookup_tool=tools_by_name.get,
+        tool_names={t.name for t in member.tools},
+        lookup_tool=member.tool,
         system_instruction=instruction,
     )
 
@@ -340,13 +344,3 @@ def _split_system_prompt(messages: list[dict[str, Any]]) -> tuple[str | None, li
     parts = [str(m.get("content") or "") for m in messages[:index]]
     instruction = "\n\n".join(p for p in parts if p)
     return instruction or None, messages[index:]
-
-
-def _secrets(plan: CallPlan) -> list[str]:
-    """Every key the call uses, for the redactor."""
-    keys: set[str] = set()
-    for member in plan.members.values():
-        for spec in (member.llm, member.stt, member.tts):
-            if spec is not None and spec.key:
-                keys.add(spec.key)
-    return sorted(keys)

@@ -22,8 +22,6 @@ nothing here needs.
 from __future__ import annotations
 
 import asyncio
-import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +35,7 @@ from routing import RoutingLLMService, RoutingSTTService, RoutingTTSService
 from routing.router import MemberRouting
 from teamrunner.errors import MemberSwitchError
 from teamrunner.manager.client import ManagerClient
-from teamrunner.plan import CallPlan, MemberPlan, ToolPlan, TransitionPlan
+from teamrunner.plan import CallPlan, MemberPlan, ToolPlan, TransitionPlan, placeholders
 from teamrunner.turns import vad_params
 
 
@@ -54,14 +52,6 @@ class Routers:
         return [r for r in (self.stt, self.llm, self.tts) if r is not None]
 
 
-# pipecat.flows' placeholder syntax (flows/manager.py), not preceded by its escape.
-FLOWS_PLACEHOLDER = re.compile(
-    r"(?<!\\)\{\{\s*[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\s*\}\}"
-)
-
-SwitchListener = Callable[[MemberPlan, MemberPlan, str], None]
-
-
 class TeamFlow:
     """The members of a team call and the moves between them.
 
@@ -69,21 +59,12 @@ class TeamFlow:
         plan: The call's plan.
         routers: The call's routers.
         manager: Where member switches are reported.
-        on_switch: Called after each switch with (from, to, function name),
-            for the call's journal.
     """
 
-    def __init__(
-        self,
-        plan: CallPlan,
-        routers: Routers,
-        manager: ManagerClient,
-        on_switch: SwitchListener | None = None,
-    ) -> None:
+    def __init__(self, plan: CallPlan, routers: Routers, manager: ManagerClient) -> None:
         self._plan = plan
         self._routers = routers
         self._manager = manager
-        self._on_switch = on_switch
         self.active: MemberPlan = plan.start_member
         self._models: dict[object, str] = {}
         self._worker: PipelineWorker | None = None
@@ -94,7 +75,7 @@ class TeamFlow:
 
     def tool(self, name: str) -> ToolPlan | None:
         """The active member's tool called ``name`` (what the LLM may run now)."""
-        return next((t for t in self.active.tools if t.name == name), None)
+        return self.active.tool(name)
 
     def tool_names(self) -> set[str]:
         """Every tool name any member has: each is registered once on the LLM router."""
@@ -139,7 +120,7 @@ class TeamFlow:
         functions += [self._transition_schema(member, t) for t in member.transitions]
         return NodeConfig(
             name=member.id,
-            role_message=_flows_literal(member.prompt or f"You are {member.name}."),
+            role_message=placeholders.escape_for_flows(member.prompt or f"You are {member.name}."),
             task_messages=[],
             functions=functions,
         )
@@ -158,8 +139,8 @@ class TeamFlow:
         return FlowsFunctionSchema(
             name=tool.name,
             description=tool.description,
-            properties=tool.parameters.get("properties", {}),
-            required=tool.parameters.get("required", []),
+            properties=tool.properties,
+            required=tool.required,
             handler=advertised_only,
             cancel_on_interruption=True,
         )
@@ -205,8 +186,6 @@ class TeamFlow:
         self.active = target
         logger.info(f"[{self._plan.id}] {transition.name}: {previous.label} -> {target.label}")
         self._notify(previous, target, transition.wire_name)
-        if self._on_switch is not None:
-            self._on_switch(previous, target, transition.wire_name)
         return {"status": "transferred", "to": target.name}, self.nodes[target.id]
 
     async def _switch_routers(self, to_id: str) -> None:
@@ -265,11 +244,3 @@ def _member_info(member: MemberPlan) -> dict[str, str]:
         "tts_voice_id": member.tts_voice_id,
         "stt_type": member.stt_type,
     }
-
-
-def _flows_literal(text: str) -> str:
-    """Escape placeholders so pipecat.flows keeps the ones the member's parameters did not fill.
-
-    Flows would fill them from its own state, and fail on a key it lacks.
-    """
-    return FLOWS_PLACEHOLDER.sub(r"\\\g<0>", text)

@@ -1,6 +1,8 @@
 """The runner's configuration: one typed object, built from the environment by a function.
 
-Nothing here is read at import time. ``Settings.from_env()`` reads the
+Nothing here is read at import time. Which variables hold provider keys and
+endpoints is not listed here: each provider names its own when it registers
+(``teamrunner.providers``). ``Settings.from_env()`` reads the
 environment once, at start-up, and the resulting object is passed down; tests
 build a ``Settings`` from plain values instead. Keys are held as
 ``SecretStr`` so that printing a ``Settings`` never shows one.
@@ -16,25 +18,9 @@ from typing import TypeVar
 from pydantic import SecretStr
 
 from teamrunner.errors import ConfigError
+from teamrunner.providers import endpoint_variables, key_variables
 
-# Provider keys and endpoints, by the environment variable that holds them.
-KEY_VARIABLES = (
-    "OPENAI_API_KEY",
-    "XAI_API_KEY",
-    "GOOGLE_API_KEY",
-    "DEEPGRAM_API_KEY",
-    "CARTESIA_API_KEY",
-    "ELEVENLABS_API_KEY",
-)
 _Number = TypeVar("_Number", int, float)
-
-ENDPOINT_VARIABLES = (
-    "OPENAI_BASE_URL",
-    "XAI_BASE_URL",
-    "DEEPGRAM_BASE_URL",
-    "CARTESIA_BASE_URL",
-    "ELEVENLABS_BASE_URL",
-)
 
 
 @dataclass(frozen=True)
@@ -81,6 +67,10 @@ class Settings:
         value = secret.get_secret_value() if secret is not None else ""
         return value or None
 
+    def secrets(self) -> list[str]:
+        """Every key the environment holds, for the redactor."""
+        return [secret.get_secret_value() for secret in self.keys.values()]
+
     def endpoint(self, variable: str) -> str | None:
         """The endpoint override held in ``variable``, or None."""
         return self.endpoints.get(variable) or None
@@ -97,8 +87,8 @@ class Settings:
             host=env.get("RUNNER_HOST", "127.0.0.1"),
             port=_number(env, "RUNNER_PORT", 8000, int),
             pipecatcall_address=env.get("PIPECATCALL_ADDRESS", "localhost:8001"),
-            keys={name: SecretStr(env[name]) for name in KEY_VARIABLES if env.get(name)},
-            endpoints={name: env[name] for name in ENDPOINT_VARIABLES if env.get(name)},
+            keys={name: SecretStr(env[name]) for name in key_variables() if env.get(name)},
+            endpoints={name: env[name] for name in endpoint_variables() if env.get(name)},
             session_idle_secs=_number(env, "RUNNER_SESSION_IDLE_SECS", 180.0, float),
             start_timeout_secs=_number(env, "RUNNER_START_TIMEOUT_SECS", 15.0, float),
             tool_timeout_secs=_number(env, "RUNNER_TOOL_TIMEOUT_SECS", 10.0, float),

@@ -11,6 +11,10 @@ when it has been idle too long, or when the pipeline ends on its own (a fatal
 error, an ``EndFrame`` from inside). However it ends, the runner is run to
 completion, which cleans up every processor and socket, and the session
 leaves the registry.
+
+This module knows nothing of how a call's pipeline is assembled: the
+application hands ``Sessions`` a ``CallBuilder`` (``run.build_call``), and a
+session asks of the call it gets only what ``BuiltCall`` says.
 """
 
 from __future__ import annotations
@@ -18,18 +22,53 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 from loguru import logger
 from pipecat.frames.frames import ErrorFrame
 from pipecat.pipeline.worker import PipelineWorker
+from pipecat.processors.frame_processor import FrameProcessor
 from pipecat.workers.runner import WorkerRunner
 
-from run import Call, Runtime, build_call
 from teamrunner.errors import SessionConflict, SessionNotFound, StartError
-from teamrunner.plan import CallPlan
+from teamrunner.manager.transport import ManagerSockets, socket_url
+from teamrunner.plan import CallPlan, MemberPlan
+from teamrunner.runtime import Runtime
 
 # How long a cancelled call may take to wind down before the session gives up on it.
 STOP_TIMEOUT_SECS = 10.0
+
+
+class BuiltCall(Protocol):
+    """A call's pipeline, assembled and not yet running: what a session needs of it.
+
+    Attributes:
+        worker: Runs the pipeline.
+        sockets: The call's websockets to pipecat-manager.
+        components: Each processor that must come up for the call to start,
+            with the name a failure is reported under.
+    """
+
+    worker: PipelineWorker
+    sockets: ManagerSockets
+    components: list[tuple[str, FrameProcessor]]
+
+    @property
+    def active_member(self) -> MemberPlan:
+        """The member who has the call now."""
+        ...
+
+    async def begin(self) -> None:
+        """Queue what makes the first AI speak, once the worker runs."""
+        ...
+
+    async def close(self) -> None:
+        """Release what the call holds beyond its pipeline, once the pipeline has ended."""
+        ...
+
+
+# Assembles a call from its plan and the process's runtime, connecting nothing yet.
+CallBuilder = Callable[[CallPlan, Runtime], BuiltCall]
 
 
 class Session:
@@ -39,12 +78,14 @@ class Session:
         self,
         plan: CallPlan,
         runtime: Runtime,
+        build: CallBuilder,
         on_finished: Callable[[Session], None] | None = None,
     ) -> None:
         self.plan = plan
         self.runtime = runtime
+        self._build = build
         self._on_finished = on_finished
-        self.call: Call | None = None
+        self.call: BuiltCall | None = None
         self.started_at = 0.0
         self.startup_secs = 0.0
         self.end_reason: str | None = None
@@ -65,9 +106,13 @@ class Session:
             StartError: naming the component that did not come up.
         """
         self.started_at = time.monotonic()
-        call = build_call(self.plan, self.runtime)
+        self.runtime.redactor.add(self.plan.secrets())
+        try:
+            call = self._build(self.plan, self.runtime)
+        except BaseException:
+            self.runtime.redactor.discard(self.plan.secrets())
+            raise
         self.call = call
-        self.runtime.redactor.add(call.secrets)
         started = asyncio.Event()
         self._watch(call.worker, started)
         runner = WorkerRunner(handle_sigint=False, check_dangling_tasks=False)
@@ -86,18 +131,13 @@ class Session:
             f"({'team of ' + str(len(self.plan.members)) if self.plan.is_team else 'single AI'})"
         )
 
-    def describe(self) -> dict[str, object]:
-        """What an operator sees of the call in ``GET /calls``."""
-        active = self.call.active_member if self.call is not None else self.plan.start_member
-        return {
-            "id": self.id,
-            "team": self.plan.is_team,
-            "members": len(self.plan.members),
-            "active_member": {"id": active.id, "name": active.name},
-            "hears": self.plan.hears,
-            "speaks": self.plan.speaks,
-            "age_secs": round(time.monotonic() - self.started_at, 1),
-        }
+    @property
+    def active_member(self) -> MemberPlan:
+        return self.call.active_member if self.call is not None else self.plan.start_member
+
+    @property
+    def age_secs(self) -> float:
+        return time.monotonic() - self.started_at
 
     def _watch(self, worker: PipelineWorker, started: asyncio.Event) -> None:
         @worker.event_handler("on_pipeline_started")
@@ -145,7 +185,7 @@ class Session:
         sockets = (("input", self.call.sockets.input), ("output", self.call.sockets.output))
         for direction, socket in sockets:
             if socket is not None and direction not in self._connected:
-                url = f"{base}/{self.id}/ws?direction={direction}"
+                url = socket_url(base, self.id, direction)
                 transport = socket.input() if direction == "input" else socket.output()
                 detail = self._error_of(transport) or "no answer"
                 raise StartError(
@@ -173,10 +213,9 @@ class Session:
             logger.exception(f"[{self.id}] pipeline failed: {type(e).__name__}")
             self.end_reason = self.end_reason or f"pipeline failed: {type(e).__name__}"
         finally:
-            if self.call is not None and self.call.flow is not None:
-                await self.call.flow.close()
             if self.call is not None:
-                self.runtime.redactor.discard(self.call.secrets)
+                await self.call.close()
+            self.runtime.redactor.discard(self.plan.secrets())
             self.end_reason = self.end_reason or "the pipeline ended"
             logger.info(f"[{self.id}] call ended: {self.end_reason}")
             self.finished.set()
@@ -206,8 +245,9 @@ class Session:
 class Sessions:
     """The calls this process is running, by pipecatcall id."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, build: CallBuilder) -> None:
         self._runtime = runtime
+        self._build = build
         self._sessions: dict[str, Session] = {}
 
     def __len__(self) -> int:
@@ -228,9 +268,9 @@ class Sessions:
         """
         if plan.id in self._sessions:
             raise SessionConflict(
-                f"a call with id {plan.id!r} is already running; stop it first or use a new id"
+                "a call with this id is already running; stop it first or use a new id"
             )
-        session = Session(plan, self._runtime, on_finished=self._forget)
+        session = Session(plan, self._runtime, self._build, on_finished=self._forget)
         self._sessions[plan.id] = session
         try:
             await session.start()
@@ -251,7 +291,9 @@ class Sessions:
         """
         session = self._sessions.get(call_id)
         if session is None:
-            raise SessionNotFound(f"no call with id {call_id!r} is running")
+            raise SessionNotFound(
+                "no call with that id is running; GET /calls lists the running calls"
+            )
         await session.stop(reason)
         self._forget(session)
         return session

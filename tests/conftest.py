@@ -13,10 +13,11 @@ from dataclasses import replace
 import httpx
 import pytest
 
+from playground.server import RunnerServer
 from simulators.cloud import KEYS, Cloud
 from simulators.voices import VoiceBook
-from teamrunner.config import ENDPOINT_VARIABLES, KEY_VARIABLES, Settings
-from teamrunner.server import RunnerServer
+from teamrunner.config import Settings
+from teamrunner.providers import endpoint_variables, key_variables
 
 RUNNER_VARIABLES = (
     "RUNNER_HOST",
@@ -32,9 +33,9 @@ RUNNER_VARIABLES = (
 @pytest.fixture(autouse=True)
 def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """No developer's keys or endpoints may change what a test does."""
-    for name in (*KEY_VARIABLES, *ENDPOINT_VARIABLES, *RUNNER_VARIABLES):
+    for name in (*key_variables(), *endpoint_variables(), *RUNNER_VARIABLES):
         monkeypatch.delenv(name, raising=False)
-    assert not any(os.environ.get(name) for name in KEY_VARIABLES)
+    assert not any(os.environ.get(name) for name in key_variables())
 
 
 RUNNER_DEFAULTS: dict[str, object] = {"host": "127.0.0.1", "port": 0, "start_timeout_secs": 10.0}

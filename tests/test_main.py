@@ -6,13 +6,12 @@ pipecat-manager address leads nowhere and nothing else is needed.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import httpx
 import pytest
 
-from teamrunner.server import RunnerServer
+from playground.server import RunnerServer
 
 SECRET = "sk-test-DO-NOT-LEAK-4f9a1c"
 
@@ -68,15 +67,15 @@ CASES = [
         "two tools with one name",
         with_(tools=[{"name": "a"}, {"name": "a"}]),
         400,
-        "tools",
-        "'a' is used twice",
+        "tools[1].name",
+        "gives the LLM the same function name as tools[0].name",
     ),
     (
         "tool names that collide once made valid",
         with_(tools=[{"name": "send email"}, {"name": "send?email"}]),
         400,
-        "tools",
-        "become 'send_email'",
+        "tools[1].name",
+        "the same function name as tools[0].name",
     ),
     ("llm_messages not a list", with_(llm_messages="hello"), 422, "llm_messages", "list"),
     (
@@ -168,7 +167,7 @@ async def test_stop_of_an_unknown_call_is_404(
     response = await http.post(f"{bare_runner.url}/stop", params={"id": "nope"})
 
     assert response.status_code == 404
-    assert "no call with id 'nope'" in response.json()["error"]
+    assert "no call with that id is running" in response.json()["error"]
 
 
 async def test_health_reports_the_number_of_calls(
@@ -178,8 +177,3 @@ async def test_health_reports_the_number_of_calls(
 
     assert response.status_code == 200
     assert response.json() == {"status": "ok", "sessions": 0, "speech_models_loaded": 0}
-
-
-def test_cases_cover_each_status() -> None:
-    assert {c[2] for c in CASES} == {400, 422}
-    assert json.dumps(GOOD)

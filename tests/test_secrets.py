@@ -14,9 +14,9 @@ import httpx
 import pytest
 from loguru import logger
 
+from playground.server import RunnerServer
 from simulators.manager import Caller
 from simulators.openai import Reply
-from teamrunner.server import RunnerServer
 
 from conftest import (
     CARTESIA_KEY,

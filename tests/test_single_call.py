@@ -10,10 +10,10 @@ import json
 
 import httpx
 
+from playground.server import RunnerServer
 from simulators.manager import Caller, ToolResult
 from simulators.openai import Reply
 from simulators.speech import speak
-from teamrunner.server import RunnerServer
 
 from conftest import OPENAI_KEY, Cloud
 from scenarios import CALL_ID, voice_request

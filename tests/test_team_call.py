@@ -15,11 +15,11 @@ import asyncio
 
 import httpx
 
+from playground.server import RunnerServer
 from simulators.deepgram import ListenConnection
 from simulators.manager import Caller, CallRecord, ToolResult
 from simulators.openai import Reply
 from teamrunner.manager.events import MANAGER_READS
-from teamrunner.server import RunnerServer
 
 from conftest import Cloud
 from scenarios import BILLING, GREETER, SUPPORT, XAI_KEY, caller_says, team_request

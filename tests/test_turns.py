@@ -16,10 +16,10 @@ from typing import Any
 import httpx
 import pytest
 
+from playground.server import RunnerServer
 from simulators.manager import Caller
 from simulators.openai import Reply
 from simulators.speech import speak
-from teamrunner.server import RunnerServer
 
 from conftest import Cloud
 from scenarios import CALL_ID, voice_request

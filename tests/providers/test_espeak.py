@@ -150,7 +150,7 @@ def test_unknown_voice_is_refused_at_construction_naming_valid_ones(voice: str) 
         EspeakTTSService(settings=EspeakTTSService.Settings(voice=voice))
 
     message = str(caught.value)
-    assert repr(voice) in message
+    assert "no such voice" in message and voice not in message
     assert "en-us" in message and "en-gb" in message and "f3" in message
 
 

@@ -12,24 +12,13 @@ from __future__ import annotations
 from pipecat.services.google.llm import GoogleLLMService
 from pydantic import SecretStr
 
-from run import Runtime, build_call
+from run import build_call
 from teamrunner.config import Settings
 from teamrunner.contract import RunRequest
-from teamrunner.manager.client import ManagerClient
 from teamrunner.plan import plan_call
-from teamrunner.providers.resources import SharedResources
-from teamrunner.redaction import Redactor
+from teamrunner.runtime import Runtime
 
 GOOGLE_KEY = "AIza-test-not-a-real-google-key-00"
-
-
-def runtime(settings: Settings) -> Runtime:
-    return Runtime(
-        settings=settings,
-        shared=SharedResources(),
-        manager=ManagerClient(settings),
-        redactor=Redactor(),
-    )
 
 
 async def test_gemini_call_is_built_and_shapes_its_request_for_google() -> None:
@@ -55,7 +44,7 @@ async def test_gemini_call_is_built_and_shapes_its_request_for_google() -> None:
         }
     )
     settings = Settings(keys={"GOOGLE_API_KEY": SecretStr(GOOGLE_KEY)})
-    call = build_call(plan_call(request, settings), runtime(settings))
+    call = build_call(plan_call(request, settings), Runtime.create(settings))
 
     [(name, llm)] = [(n, p) for n, p in call.components if n.startswith("LLM")]
     assert name == "LLM gemini.gemini-2.5-flash"

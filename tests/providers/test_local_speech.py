@@ -13,11 +13,11 @@ import re
 import httpx
 import pytest
 
+from playground.server import RunnerServer
 from simulators.manager import Caller, ManagerSimulator
 from simulators.openai import OpenAISimulator, Reply
 from simulators.speech import speak
 from teamrunner.config import Settings
-from teamrunner.server import RunnerServer
 from teamrunner.speech_models import SpeechModels
 
 from conftest import OPENAI_KEY

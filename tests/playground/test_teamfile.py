@@ -8,13 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from teamrunner.__main__ import main
+from playground.cli import DEMO_TEAM as DEMO
+from playground.cli import main
+from playground.team_call import run_team
+from playground.teamfile import TeamFileError, check, load, mermaid, run_request
 from teamrunner.contract import RunRequest
-from teamrunner.playground import run_team
-from teamrunner.teamfile import TeamFileError, check, load, mermaid, run_request
-
-ROOT = Path(__file__).resolve().parent.parent
-DEMO = ROOT / "teams" / "demo.yaml"
 
 
 def member(member_id: str, *transitions: tuple[str, str], **ai: str) -> dict:
@@ -58,8 +56,8 @@ def test_graph_mistakes_are_warned_and_unknown_targets_are_errors(tmp_path: Path
     findings = check(load(path))
 
     assert findings.errors == [
-        "resolved_team.members[0].transitions[1].next_member_id: member 'Front': "
-        "'ghost' is not the id of any member"
+        "resolved_team.members[0].transitions[1].next_member_id: "
+        "is not the id of any member of resolved_team.members"
     ]
     assert findings.warnings == [
         "member 'Sales' is a dead end: it has no transition, so the call stays with it",

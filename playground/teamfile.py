@@ -23,10 +23,11 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
-from teamrunner.config import KEY_VARIABLES, Settings
+from teamrunner.config import Settings
 from teamrunner.contract import Message, ResolvedTeam, RunRequest, VADConfig
 from teamrunner.errors import InvalidRequest
 from teamrunner.plan import plan_call
+from teamrunner.providers import key_variables
 
 
 class CallSettings(BaseModel):
@@ -140,7 +141,7 @@ def check(team_file: TeamFile) -> Findings:
     known = {m.id for m in team_file.team.members}
     # A design is checked without keys: every provider is given a stand-in.
     settings = Settings(
-        keys={name: SecretStr("design-check-placeholder") for name in KEY_VARIABLES}
+        keys={name: SecretStr("design-check-placeholder") for name in key_variables()}
     )
     try:
         plan_call(RunRequest.model_validate(run_request(team_file, "check")), settings)

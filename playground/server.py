@@ -1,9 +1,10 @@
 """Serving the runner's HTTP API from inside another program's event loop.
 
-``python main.py`` is how the runner is deployed. The demo, the benchmarks
-and the tests also need a real runner on a real port, started and stopped
-from their own code; ``RunnerServer`` is that: uvicorn serving ``main``'s
-application on 127.0.0.1, on an ephemeral port unless told otherwise.
+``python main.py`` is how the runner is deployed. The demo and the tests
+also need a real runner on a real port, started and stopped from their own
+code; ``RunnerServer`` is that: uvicorn serving ``main``'s application on
+127.0.0.1, on an ephemeral port unless told otherwise. (The benchmarks run
+``python main.py`` as a process of its own instead, as deployed.)
 """
 
 from __future__ import annotations
@@ -14,15 +15,15 @@ from typing import Self
 import uvicorn
 from fastapi import FastAPI
 
+from main import create_app
 from teamrunner.config import Settings
+from teamrunner.sessions import Sessions
 
 
 class RunnerServer:
     """The runner, served in the background of the current event loop."""
 
     def __init__(self, settings: Settings, *, configure_logs: bool = False) -> None:
-        from main import create_app
-
         self.settings = settings
         self.app: FastAPI = create_app(settings, configure_logs=configure_logs)
         self._server = uvicorn.Server(
@@ -66,6 +67,6 @@ class RunnerServer:
         return f"http://{self.settings.host}:{self.port}"
 
     @property
-    def sessions(self):
+    def sessions(self) -> Sessions:
         """The running calls (for tests and tools that inspect them)."""
         return self.app.state.sessions

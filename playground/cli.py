@@ -1,8 +1,10 @@
-"""``python -m teamrunner``: the demo, running any team file, and checking one.
+"""``teamrunner``: the demo, running any team file, and checking one.
 
-python -m teamrunner demo                  # the embedded default, no keys, no network
-python -m teamrunner call TEAM.yaml [--say LINE ...] [--caller WAV] [--out DIR]
-python -m teamrunner check TEAM.yaml       # findings and the member graph (Mermaid)
+teamrunner demo                  # the embedded default, no keys, no network
+teamrunner call TEAM.yaml [--say LINE ...] [--caller WAV] [--out DIR]
+teamrunner check TEAM.yaml       # findings and the member graph (Mermaid)
+
+(``python -m playground`` is the same command.)
 """
 
 from __future__ import annotations
@@ -15,15 +17,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from teamrunner.teamfile import TeamFile
+    from playground.teamfile import TeamFile
 
-DEMO_TEAM = Path(__file__).resolve().parent.parent / "teams" / "demo.yaml"
+# The demo's team ships inside the package, so an installed command finds it.
+DEMO_TEAM = Path(__file__).resolve().parent / "teams" / "demo.yaml"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m teamrunner", description=__doc__.split("\n")[0]
-    )
+    parser = argparse.ArgumentParser(prog="teamrunner", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="run the demo team on the embedded default")
     demo.add_argument("--out", type=Path, default=Path("out"), help="where to write the call")
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _load(path: Path) -> TeamFile | None:
     """The team file, or None once its problem is printed (exit status 2)."""
-    from teamrunner import teamfile
+    from playground import teamfile
 
     try:
         return teamfile.load(path)
@@ -57,7 +58,7 @@ def _load(path: Path) -> TeamFile | None:
 
 
 def _check(path: Path) -> int:
-    from teamrunner import teamfile
+    from playground import teamfile
 
     team = _load(path)
     if team is None:
@@ -79,9 +80,9 @@ def _check(path: Path) -> int:
 async def _call(path: Path, out: Path, say: list[str] | None, caller: Path | None) -> int:
     from loguru import logger
 
-    from teamrunner import teamfile
+    from playground import teamfile
+    from playground.team_call import PlaygroundError, print_flush, run_team
     from teamrunner.logs import not_expected
-    from teamrunner.playground import PlaygroundError, print_flush, run_team
 
     logger.remove()
     logger.add(sys.stderr, level=os.environ["RUNNER_LOG_LEVEL"], filter=not_expected)
@@ -90,7 +91,7 @@ async def _call(path: Path, out: Path, say: list[str] | None, caller: Path | Non
         return 2
     findings = teamfile.check(team)
     if not findings.ok:
-        print("the team file has errors; see: python -m teamrunner check " + str(path))
+        print("the team file has errors; see: teamrunner check " + str(path))
         for error in findings.errors:
             print(f"error: {error}", file=sys.stderr)
         return 1

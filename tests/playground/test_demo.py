@@ -1,6 +1,6 @@
 """The demo: a real team call on one machine, offline, handing the caller to a second voice.
 
-It runs ``python -m teamrunner demo`` as a user would, inside a network
+It runs ``teamrunner demo`` as a user would, inside a network
 namespace with only loopback (``unshare``), which proves that nothing in it
 reaches the network or downloads a model; then reads the transcript and the
 WAV it wrote.
@@ -21,7 +21,8 @@ import pytest
 
 from simulators.audio import spectral_flatness
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
+TEAMRUNNER = Path(sys.executable).with_name("teamrunner")
 
 
 def offline(command: list[str]) -> list[str]:
@@ -64,7 +65,7 @@ def utterances(pcm: bytes, rate: int, gap_secs: float = 0.6) -> list[bytes]:
 def test_demo_runs_offline_and_hands_the_caller_to_a_second_voice(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     result = subprocess.run(
-        offline([sys.executable, "-m", "teamrunner", "demo", "--out", str(tmp_path)]),
+        offline([str(TEAMRUNNER), "demo", "--out", str(tmp_path)]),
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -1,0 +1,78 @@
+"""The conversation so far (``llm_messages``), made into a context every provider accepts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loguru import logger
+
+from teamrunner.contract import Message
+
+MESSAGE_ROLES = {"system", "developer", "user", "assistant", "tool"}
+
+
+def valid_history(messages: list[Message]) -> list[dict[str, Any]]:
+    """``llm_messages`` as a context every provider accepts.
+
+    Providers reject a tool result with no call before it, and an assistant
+    tool call whose result never follows. So an assistant message keeps only
+    the calls answered by the tool messages right after it, those answers
+    follow it in call order, and everything else about tools is dropped.
+    Messages with no role, an unknown role, or nothing to say are dropped too.
+    """
+    result: list[dict[str, Any]] = []
+    dropped = 0
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        index += 1
+        role = message.role
+        if role not in MESSAGE_ROLES or role == "tool":
+            dropped += 1
+            continue
+        if role == "assistant" and message.tool_calls:
+            answers: dict[str, Message] = {}
+            while index < len(messages) and messages[index].role == "tool":
+                answer = messages[index]
+                if answer.tool_call_id:
+                    answers.setdefault(answer.tool_call_id, answer)
+                index += 1
+            calls = [c for c in message.tool_calls if c.id in answers]
+            dropped += len(message.tool_calls) - len(calls)
+            if not calls and not message.content:
+                continue
+            entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+            if calls:
+                entry["tool_calls"] = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.function.name, "arguments": c.function.arguments},
+                    }
+                    for c in calls
+                ]
+            result.append(entry)
+            for call in calls:
+                answer = answers[call.id]
+                result.append(
+                    {"role": "tool", "tool_call_id": call.id, "content": _text(answer.content)}
+                )
+            continue
+        if not message.content:
+            dropped += 1
+            continue
+        entry = {"role": role, "content": message.content}
+        if message.name:
+            entry["name"] = message.name
+        result.append(entry)
+    if dropped:
+        logger.info(f"llm_messages: dropped {dropped} message(s) or tool call(s) no LLM accepts")
+    return result
+
+
+def _text(content: str | list[Any] | None) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))

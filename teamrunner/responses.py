@@ -1,0 +1,86 @@
+"""What the runner's HTTP API answers: one pydantic model per answer, and the one error shape.
+
+These models are the OpenAPI schema's responses, so an operator or the Go
+side can read from ``/openapi.json`` exactly what each route returns,
+errors included.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+
+class ProblemItem(BaseModel):
+    """One thing wrong with a request: the field, by its path, and what it should hold."""
+
+    field: str
+    message: str
+
+
+class ErrorAnswer(BaseModel):
+    """Every error answer, whatever its status."""
+
+    status: str = "error"
+    error: str
+    problems: list[ProblemItem] | None = None
+
+
+class RunStarted(BaseModel):
+    """``POST /run``: the call is up and running."""
+
+    status: str = "ok"
+    id: str
+    team: bool
+    members: int
+    active_member: str | None
+    startup_secs: float
+
+
+class Stopped(BaseModel):
+    """``POST /stop``: the call has ended and released everything."""
+
+    status: str = "stopped"
+    id: str
+
+
+class Health(BaseModel):
+    """``GET /health``: the process is alive."""
+
+    status: str = "ok"
+    sessions: int
+    speech_models_loaded: int
+
+
+class MemberRef(BaseModel):
+    id: str
+    name: str
+
+
+class CallInfo(BaseModel):
+    """One running call, as an operator sees it."""
+
+    id: str
+    team: bool
+    members: int
+    active_member: MemberRef
+    hears: bool
+    speaks: bool
+    age_secs: float
+
+
+class Calls(BaseModel):
+    """``GET /calls``: the running calls."""
+
+    calls: list[CallInfo]
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, object]]:
+    """OpenAPI ``responses`` for the error statuses a route may answer with."""
+    meaning = {
+        400: "The request's values cannot be served (every problem listed)",
+        404: "No call with that id is running",
+        409: "A call with that id is already running",
+        422: "The body does not have the contract's shape",
+        500: "The call could not come up (the component is named)",
+    }
+    return {s: {"model": ErrorAnswer, "description": meaning[s]} for s in statuses}

@@ -1,0 +1,40 @@
+"""What every call in one runner process shares, made once at start-up and closed at shutdown.
+
+The settings, the pooled clients and loaded speech models, the HTTP client to
+pipecat-manager and the redactor that keeps keys out of everything written.
+A call's pipeline is assembled from its plan and this runtime; nothing here
+belongs to one call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from teamrunner.config import Settings
+from teamrunner.manager.client import ManagerClient
+from teamrunner.providers.resources import SharedResources
+from teamrunner.redaction import Redactor
+
+
+@dataclass
+class Runtime:
+    """The process-wide parts a call is built from."""
+
+    settings: Settings
+    shared: SharedResources
+    manager: ManagerClient
+    redactor: Redactor
+
+    @classmethod
+    def create(cls, settings: Settings) -> Runtime:
+        """A runtime for ``settings``, whose redactor already knows the environment's keys."""
+        return cls(
+            settings=settings,
+            shared=SharedResources(),
+            manager=ManagerClient(settings),
+            redactor=Redactor(settings.secrets()),
+        )
+
+    async def close(self) -> None:
+        await self.manager.close()
+        await self.shared.close()
