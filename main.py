@@ -1,87 +1,122 @@
-"""The runner's HTTP API, the one pipecat-manager calls.
+"""The runner's HTTP API, the one pipecat-manager calls, and the process that serves it.
 
 ``POST /run`` starts a call and answers 200 once its pipeline is up;
 ``POST /stop?id=`` ends one; ``GET /health`` says the process is alive;
-``GET /calls`` lists the running calls for operators. ``/openapi.json``
-describes every route and answer; the interactive ``/docs`` page is left off,
-since it loads its assets from a CDN and would be blank on a pod without one.
+``GET /ready`` whether it takes a new call (no while draining or at
+capacity); ``GET /calls`` lists the running calls; ``GET /metrics`` is for
+Prometheus. ``/openapi.json`` describes every route and answer; the
+interactive ``/docs`` page is left off, since it loads its assets from a CDN
+and would be blank on a pod without one.
 
 Every error answer has one shape, ``{"status": "error", "error": "<what is
-wrong>", "problems": [{"field", "message"}]}``: 422 when the JSON does not
-have the contract's shape, 400 when its values cannot be served, 404/409 for
-ids, 500 when a call could not be brought up (naming the component). No
-answer quotes a request's values, so no key can leak through one.
+wrong>", "problems": [{"field", "message"}]}``, whatever raised it (the
+contract's checks, the body limits, FastAPI's own parser), and none quotes a
+request's values, so no key can leak through one. Every refused request is
+logged once, with its status and why.
 
-Run it with ``python main.py`` (``--help`` for the options) or ``uvicorn
-main:app``; it listens on ``RUNNER_HOST:RUNNER_PORT`` (default
-``127.0.0.1:8000``). This module builds the application and hands the call
-lifecycle (``teamrunner.sessions``) the call builder of ``run.py``.
+Run it with ``python main.py`` (``--help`` for the options). On SIGTERM it
+drains: ``/ready`` and ``/run`` answer 503 at once while live calls go on
+for up to ``RUNNER_DRAIN_SECS``; a second signal ends them all at once.
+This module builds the application and hands the call lifecycle
+(``teamrunner.sessions``) the call builder of ``run.py``.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
-from typing import Any
+from typing import Annotated, Any
 
-import uvicorn
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from loguru import logger
+from starlette.exceptions import HTTPException
 
 from run import build_call
+from teamrunner import tracing
 from teamrunner.config import Settings
-from teamrunner.contract import RunRequest
+from teamrunner.contract import CallId, RunRequest
 from teamrunner.errors import Problem, RequestError, StartError
 from teamrunner.logs import configure_logging, install_redaction
+from teamrunner.metrics import CONTENT_TYPE
 from teamrunner.plan import plan_call
 from teamrunner.responses import (
     CallInfo,
     Calls,
     Health,
     MemberRef,
+    ProblemItem,
+    Ready,
     RunStarted,
     Stopped,
+    error_body,
     error_responses,
 )
 from teamrunner.runtime import Runtime
-from teamrunner.sessions import Session, Sessions
+from teamrunner.serving.limits import BodyLimits
+from teamrunner.serving.server import Drain, RunnerHTTPServer, uvicorn_config
+from teamrunner.session import EndReason, Session
+from teamrunner.sessions import Sessions
+
+# The reason label of runner_calls_refused_total, by the status /run was refused with.
+REFUSAL_REASONS = {
+    400: "invalid",
+    404: "not_found",
+    408: "timeout",
+    409: "conflict",
+    413: "too_large",
+    422: "invalid",
+    500: "start_failed",
+}
 
 
 def create_app(settings: Settings | None = None, *, configure_logs: bool = True) -> FastAPI:
-    """The application; ``settings`` default to the environment, read at start-up."""
+    """The application; ``settings`` default to the environment, read now."""
+    resolved = settings or Settings.from_env()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        resolved = settings or Settings.from_env()
         runtime = Runtime.create(resolved)
         if configure_logs:
             configure_logging(runtime.redactor, json_lines=resolved.log_json)
         else:
             install_redaction(runtime.redactor)
+        if resolved.tracing:
+            tracing.setup_tracing()
         app.state.runtime = runtime
         app.state.sessions = Sessions(runtime, build_call)
         logger.info(
             f"runner ready; pipecat-manager at {resolved.pipecatcall_address}, "
-            f"listening on {resolved.host}:{resolved.port}"
+            f"listening on {resolved.host}:{resolved.port}, at most {resolved.max_calls} calls"
         )
         try:
             yield
         finally:
-            await app.state.sessions.stop_all("the runner is shutting down")
+            await app.state.sessions.end_all(EndReason.SHUTDOWN, "the runner stopped")
             await runtime.close()
+            tracing.shutdown_tracing()
 
     app = FastAPI(title="pipecat-team-runner", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.state.settings = resolved
+    app.add_middleware(
+        BodyLimits,
+        max_body_bytes=resolved.max_body_bytes,
+        body_timeout_secs=resolved.body_timeout_secs,
+        on_refused=lambda scope, status, reason: _refused(
+            app, scope["method"], scope["path"], status, reason
+        ),
+    )
     _add_error_handlers(app)
     _add_routes(app)
     return app
 
 
 def _add_routes(app: FastAPI) -> None:
-    @app.post("/run", responses=error_responses(400, 409, 422, 500))
+    @app.post("/run", responses=error_responses(400, 408, 409, 413, 422, 500, 503))
     async def run(request: RunRequest) -> RunStarted:
         """Start a call; answers once both sockets and every provider are up."""
         runtime: Runtime = app.state.runtime
@@ -96,23 +131,39 @@ def _add_routes(app: FastAPI) -> None:
         )
 
     @app.post("/stop", responses=error_responses(404, 422))
-    async def stop(id: str) -> Stopped:
+    async def stop(id: Annotated[CallId, Query()]) -> Stopped:
         """End a call; answers once everything it opened is released."""
         await app.state.sessions.stop(id)
         return Stopped(id=id)
 
     @app.get("/health")
     async def health() -> Health:
-        """Liveness: the process answers, and how much it holds."""
+        """Liveness: the process answers (also while it drains), and how much it holds."""
         runtime: Runtime = app.state.runtime
         return Health(
             sessions=len(app.state.sessions), speech_models_loaded=runtime.shared.models.loads
         )
 
+    @app.get("/ready", responses=error_responses(503))
+    async def ready() -> Any:
+        """Readiness: whether a new call would be taken now (no while draining or full)."""
+        sessions: Sessions = app.state.sessions
+        reason = sessions.not_ready()
+        if reason is not None:
+            retry = "5" if sessions.draining else "2"
+            return JSONResponse(error_body(reason), status_code=503, headers={"Retry-After": retry})
+        return Ready(calls=len(sessions), max_calls=sessions.max_calls)
+
     @app.get("/calls")
     async def calls() -> Calls:
         """The running calls, each team call with its active member."""
         return Calls(calls=[_call_info(s) for s in app.state.sessions.all()])
+
+    @app.get("/metrics", response_class=Response)
+    async def metrics() -> Response:
+        """The runner's metrics, in Prometheus' text format."""
+        runtime: Runtime = app.state.runtime
+        return Response(runtime.metrics.exposition(), media_type=CONTENT_TYPE)
 
 
 def _call_info(session: Session) -> CallInfo:
@@ -128,11 +179,28 @@ def _call_info(session: Session) -> CallInfo:
     )
 
 
-def _error(status: int, message: str, problems: list[Problem] | None = None) -> JSONResponse:
-    body: dict[str, Any] = {"status": "error", "error": message}
-    if problems:
-        body["problems"] = [{"field": p.field, "message": p.message} for p in problems]
-    return JSONResponse(status_code=status, content=body)
+def _refused(app: FastAPI, method: str, path: str, status: int, reason: str) -> None:
+    """Log a refused request once, and count a refused ``/run``."""
+    logger.warning(f"refused {method} {path}: {status} {reason}")
+    runtime: Runtime | None = getattr(app.state, "runtime", None)
+    if runtime is not None and path == "/run":
+        label = REFUSAL_REASONS.get(status, "other")
+        if status == 503:
+            label = "draining" if app.state.sessions.draining else "capacity"
+        runtime.metrics.calls_refused.labels(label).inc()
+
+
+def _error(
+    app: FastAPI,
+    request: Request,
+    status: int,
+    message: str,
+    problems: list[Problem] | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    _refused(app, request.method, request.url.path, status, message)
+    items = [ProblemItem(field=p.field, message=p.message) for p in problems or []]
+    return JSONResponse(error_body(message, items), status_code=status, headers=headers)
 
 
 def _add_error_handlers(app: FastAPI) -> None:
@@ -141,6 +209,8 @@ def _add_error_handlers(app: FastAPI) -> None:
         content_type = request.headers.get("content-type", "")
         if request.method == "POST" and request.url.path == "/run" and "json" not in content_type:
             return _error(
+                app,
+                request,
                 422,
                 "the /run body must be JSON sent with Content-Type: application/json",
                 [Problem("body", "not JSON")],
@@ -150,32 +220,41 @@ def _add_error_handlers(app: FastAPI) -> None:
             for error in exc.errors()
         ]
         summary = "; ".join(str(p) for p in problems)
-        return _error(422, f"request does not match the /run contract: {summary}", problems)
+        return _error(
+            app, request, 422, f"request does not match the contract: {summary}", problems
+        )
 
     @app.exception_handler(RequestError)
     async def refused(request: Request, exc: RequestError) -> JSONResponse:
-        return _error(exc.status, exc.message, exc.problems)
+        headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
+        return _error(app, request, exc.status, exc.message, exc.problems, headers)
 
     @app.exception_handler(StartError)
     async def not_started(request: Request, exc: StartError) -> JSONResponse:
         runtime: Runtime = app.state.runtime
         message = runtime.redactor.redact(f"call could not start: {exc}")
-        logger.error(message)
-        return _error(500, message, [Problem(exc.component, runtime.redactor.redact(exc.reason))])
+        problem = Problem(exc.component, runtime.redactor.redact(exc.reason))
+        return _error(app, request, 500, message, [problem])
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        # FastAPI's own answers (a body it cannot parse, an unknown route or method).
+        message = exc.detail if isinstance(exc.detail, str) else "the request was refused"
+        return _error(app, request, exc.status_code, message, headers=exc.headers)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         runtime: Runtime = app.state.runtime
         logger.exception(f"unexpected error on {request.url.path}")
         message = runtime.redactor.redact(f"runner error: {type(exc).__name__}: {exc}")
-        return _error(500, message)
+        return _error(app, request, 500, message)
 
 
 def _field_path(loc: tuple[Any, ...]) -> str:
     """``("body", "resolved_team", "members", 1, "ai")`` → ``resolved_team.members[1].ai``."""
     path = ""
     for part in loc:
-        if part == "body" and not path:
+        if part in ("body", "query") and not path:
             continue
         if isinstance(part, int):
             path += f"[{part}]"
@@ -184,7 +263,17 @@ def _field_path(loc: tuple[Any, ...]) -> str:
     return path or "body"
 
 
-app = create_app()
+def serve(app: FastAPI, settings: Settings) -> None:
+    """Serve ``app`` until a signal, draining its calls first."""
+
+    def drain() -> Drain | None:
+        sessions: Sessions | None = getattr(app.state, "sessions", None)
+        if sessions is None:
+            return None
+        return Drain(start=lambda: sessions.drain(settings.drain_secs), hurry=sessions.hurry)
+
+    server = RunnerHTTPServer(uvicorn_config(app, settings), drain)
+    asyncio.run(server.serve())
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -203,7 +292,14 @@ def main(argv: list[str] | None = None) -> None:
         host=args.host or settings.host,
         port=args.port if args.port is not None else settings.port,
     )
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
+    serve(create_app(settings), settings)
+
+
+def __getattr__(name: str) -> Any:
+    """``uvicorn main:app``: the application, made when asked for, not at import."""
+    if name == "app":
+        return create_app()
+    raise AttributeError(name)
 
 
 if __name__ == "__main__":

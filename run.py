@@ -10,7 +10,7 @@ provider instances, and lets pipecat.flows (``team_flow.py``) drive which
 member is active. The bracketed parts exist only when the call has caller
 audio (``stt_type``) or spoken replies (``tts_type``). Everything about
 *what* to build was decided in :mod:`teamrunner.plan`; this module only
-assembles it.
+assembles it, and ``teamrunner.session`` runs it.
 """
 
 from __future__ import annotations
@@ -48,14 +48,16 @@ from pipecat.services.tts_service import TTSService
 
 from routing import RoutingLLMService, RoutingSTTService, RoutingTTSService, ServicePool
 from team_flow import Routers, TeamFlow
+from teamrunner.call_observer import CallObserver
 from teamrunner.caller_audio import CallerAudioStop
 from teamrunner.errors import StartError
-from teamrunner.manager.events import ManagerEvents
+from teamrunner.journal import CallJournal
+from teamrunner.manager.events import ManagerEvents, rtvi_error
 from teamrunner.manager.tools import ToolBridge
 from teamrunner.manager.transport import SAMPLE_RATE, ManagerSockets, open_sockets
 from teamrunner.plan import CallPlan, MemberPlan, ToolPlan
 from teamrunner.providers import LLM, STT, TTS, LLMSpec, STTSpec, TTSSpec
-from teamrunner.providers.resources import SharedResources
+from teamrunner.providers.registry import Registry
 from teamrunner.runtime import Runtime
 from teamrunner.turns import user_params
 
@@ -73,7 +75,7 @@ ACTIVITY_FRAMES = (
 
 @dataclass
 class Call:
-    """A built, not yet running, call: what ``teamrunner.sessions`` runs.
+    """A built, not yet running, call: what ``teamrunner.session`` runs.
 
     Attributes:
         plan: What the call is.
@@ -118,12 +120,20 @@ class Call:
         if self.system_instruction or self.history:
             await self.worker.queue_frame(LLMRunFrame())
 
+    async def tell_manager_error(self, error: str, *, fatal: bool) -> None:
+        await self.sockets.output.output().queue_frame(rtvi_error(error, fatal=fatal))
+
     async def close(self) -> None:
         if self.flow is not None:
             await self.flow.close()
 
 
-def build_call(plan: CallPlan, runtime: Runtime, observers: Iterable[BaseObserver] = ()) -> Call:
+def build_call(
+    plan: CallPlan,
+    runtime: Runtime,
+    journal: CallJournal,
+    observers: Iterable[BaseObserver] = (),
+) -> Call:
     """Assemble the pipeline, services and sockets of ``plan`` (nothing connects yet).
 
     Raises:
@@ -132,12 +142,12 @@ def build_call(plan: CallPlan, runtime: Runtime, observers: Iterable[BaseObserve
     sockets = open_sockets(
         runtime.settings.manager_ws_url, plan.id, hears=plan.hears, redactor=runtime.redactor
     )
-    components: list[tuple[str, FrameProcessor]] = []
-    slots = (_team_slots if plan.is_team else _single_slots)(plan, runtime, components)
+    parts = _Parts(plan, runtime, journal)
+    slots = parts.team_slots() if plan.is_team else parts.single_slots()
     context = LLMContext(messages=slots.history, tools=slots.tools)
     turn_params = user_params(plan.turn, runtime.shared.models, hears=plan.hears)
     aggregators = LLMContextAggregatorPair(context, user_params=turn_params)
-    bridge = ToolBridge(plan.id, runtime.manager, slots.lookup_tool)
+    bridge = ToolBridge(plan.id, runtime.manager, slots.lookup_tool, journal)
     for name in slots.tool_names:
         slots.llm.register_function(name, bridge, cancel_on_interruption=True)
 
@@ -145,13 +155,14 @@ def build_call(plan: CallPlan, runtime: Runtime, observers: Iterable[BaseObserve
     # observer that sends Go only the events it reads, straight to its socket.
     rtvi = RTVIProcessor()
     events = ManagerEvents(rtvi, sockets.output.output())
-    processors = _processors(plan, sockets, slots, aggregators, rtvi, components)
-    worker = _worker(plan, runtime, processors, [events, *observers])
+    observer = CallObserver(journal, parts.providers, speaks=plan.speaks)
+    processors = _processors(plan, sockets, slots, aggregators, rtvi, parts.components)
+    worker = _worker(plan, runtime, processors, [events, observer, *observers])
     call = Call(
         plan=plan,
         worker=worker,
         sockets=sockets,
-        components=components,
+        components=parts.components,
         context=context,
         vad=turn_params.vad_analyzer,
         flow=slots.flow,
@@ -193,21 +204,23 @@ def _worker(
     processors: list[FrameProcessor],
     observers: list[BaseObserver],
 ) -> PipelineWorker:
+    tracing = runtime.settings.tracing
     return PipelineWorker(
         Pipeline(processors),
         params=PipelineParams(
             audio_in_sample_rate=SAMPLE_RATE,
             audio_out_sample_rate=SAMPLE_RATE,
-            # Nothing reads pipecat's metrics (Go does not ask for them), and each
-            # LLM or TTS request would send four more frames down the pipeline.
-            enable_metrics=False,
+            # For the providers' time to first byte (runner_provider_ttfb_seconds).
+            enable_metrics=True,
             enable_usage_metrics=False,
         ),
         idle_timeout_secs=runtime.settings.session_idle_secs,
-        # pipecat's turn tracking only feeds its tracing, which the runner does not use;
-        # it would be one more observer to hand every frame of the call to.
-        enable_turn_tracking=False,
         idle_timeout_frames=ACTIVITY_FRAMES,
+        # pipecat's turn tracking only feeds its tracing: one more observer of every
+        # frame, so it runs only when tracing does.
+        enable_turn_tracking=tracing,
+        enable_tracing=tracing,
+        conversation_id=plan.id,
         observers=observers,
         name=f"call-{plan.id}",
     )
@@ -228,108 +241,113 @@ class _Slots:
     system_instruction: str | None = None
 
 
-def _single_slots(
-    plan: CallPlan, runtime: Runtime, components: list[tuple[str, FrameProcessor]]
-) -> _Slots:
-    member = plan.start_member
-    shared = runtime.shared
-    llm = _builder(LLM, "LLM", shared)(member.llm)
-    components.append((f"LLM {member.llm.describe()}", llm))
-    stt = _builder(STT, "STT", shared)(member.stt) if plan.hears and member.stt else None
-    if stt is not None:
-        components.append((f"STT {member.stt.describe()}", stt))  # type: ignore[union-attr]
-    tts = _builder(TTS, "TTS", shared)(member.tts) if plan.speaks and member.tts else None
-    if tts is not None:
-        components.append((f"TTS {member.tts.describe()}", tts))  # type: ignore[union-attr]
-    instruction, history = _split_system_prompt(plan.messages)
-    advertised = [
-        FunctionSchema(
-            name=t.name, description=t.description, properties=t.properties, required=t.required
+class _Parts:
+    """Builds a call's provider services, naming each for start-up errors and its metrics.
+
+    Attributes:
+        components: Each service that must come up, with the name a failure is reported under.
+        providers: Each service's kind and provider, by processor name (for ``CallObserver``).
+    """
+
+    def __init__(self, plan: CallPlan, runtime: Runtime, journal: CallJournal) -> None:
+        self.plan = plan
+        self.runtime = runtime
+        self.journal = journal
+        self.components: list[tuple[str, FrameProcessor]] = []
+        self.providers: dict[str, tuple[str, str]] = {}
+
+    def builder(self, registry: Registry[Any, Any]) -> Callable[[Any], Any]:
+        """A function building a service of ``registry`` for a spec."""
+
+        def build(spec: Any) -> Any:
+            provider = registry.get(spec.provider)
+            assert provider is not None, f"{spec.provider} was checked when the call was planned"
+            try:
+                service = provider.factory(spec, self.runtime.shared)
+            except Exception as e:
+                raise StartError(
+                    f"{registry.kind} {spec.describe()}",
+                    f"could not be created: {type(e).__name__}: {e}",
+                ) from e
+            self.providers[service.name] = (registry.kind, spec.provider)
+            return service
+
+        return build
+
+    def single_slots(self) -> _Slots:
+        member = self.plan.start_member
+        llm = self.builder(LLM)(member.llm)
+        self.components.append((f"LLM {member.llm.describe()}", llm))
+        stt = tts = None
+        if self.plan.hears and member.stt is not None:
+            stt = self.builder(STT)(member.stt)
+            self.components.append((f"STT {member.stt.describe()}", stt))
+        if self.plan.speaks and member.tts is not None:
+            tts = self.builder(TTS)(member.tts)
+            self.components.append((f"TTS {member.tts.describe()}", tts))
+        instruction, history = _split_system_prompt(self.plan.messages)
+        advertised = [
+            FunctionSchema(
+                name=t.name, description=t.description, properties=t.properties, required=t.required
+            )
+            for t in member.tools
+        ]
+        return _Slots(
+            llm=llm,
+            stt=stt,
+            tts=tts,
+            history=history,
+            tools=ToolsSchema(standard_tools=advertised) if advertised else NOT_GIVEN,
+            tool_names={t.name for t in member.tools},
+            lookup_tool=member.tool,
+            system_instruction=instruction,
         )
-        for t in member.tools
-    ]
-    return _Slots(
-        llm=llm,
-        stt=stt,
-        tts=tts,
-        history=history,
-        tools=ToolsSchema(standard_tools=advertised) if advertised else NOT_GIVEN,
-        tool_names={t.name for t in member.tools},
-        lookup_tool=member.tool,
-        system_instruction=instruction,
-    )
 
+    def team_slots(self) -> _Slots:
+        plan = self.plan
+        # One LLM per account: each member's model is set when it takes the call.
+        llm_specs = {m.id: m.llm for m in plan.members.values()}
+        llms: ServicePool[LLMSpec, LLMService] = ServicePool(
+            self.builder(LLM), key=lambda spec: spec.account
+        )
+        llm = RoutingLLMService(llms.for_members(llm_specs), plan.start_member_id)
+        self._name_pooled("LLM", llms, llm_specs)
+        stt = tts = None
+        if plan.hears:
+            stt_specs = {m.id: m.stt for m in plan.members.values()}
+            stts: ServicePool[STTSpec, STTService] = ServicePool(self.builder(STT))
+            stt = RoutingSTTService(stts.for_members(stt_specs), plan.start_member_id)
+            self._name_pooled("STT", stts, stt_specs)
+        if plan.speaks:
+            tts_specs = {m.id: m.tts for m in plan.members.values()}
+            ttss: ServicePool[TTSSpec, TTSService] = ServicePool(self.builder(TTS))
+            tts = RoutingTTSService(ttss.for_members(tts_specs), plan.start_member_id)
+            self._name_pooled("TTS", ttss, tts_specs)
+        flow = TeamFlow(
+            plan, Routers(llm=llm, stt=stt, tts=tts), self.runtime.manager, self.journal
+        )
+        # Member prompts come from the team; a system message in the history would
+        # speak for whichever member wrote it to every member after.
+        history = [m for m in plan.messages if m.get("role") != "system"]
+        return _Slots(
+            llm=llm,
+            stt=stt,
+            tts=tts,
+            history=history,
+            tools=NOT_GIVEN,
+            tool_names=flow.tool_names(),
+            lookup_tool=flow.tool,
+            flow=flow,
+        )
 
-def _team_slots(
-    plan: CallPlan, runtime: Runtime, components: list[tuple[str, FrameProcessor]]
-) -> _Slots:
-    members = list(plan.members.values())
-    shared = runtime.shared
-    llm_specs = {m.id: m.llm for m in members}
-    # One LLM per account: each member's model is set when it takes the call.
-    llms: ServicePool[LLMSpec, LLMService] = ServicePool(
-        _builder(LLM, "LLM", shared), key=lambda spec: spec.account
-    )
-    llm = RoutingLLMService(llms.for_members(llm_specs), plan.start_member_id)
-    components += _labelled("LLM", llms, members, llm_specs)
-    stt = tts = None
-    if plan.hears:
-        stt_specs = {m.id: m.stt for m in members}
-        stts: ServicePool[STTSpec, STTService] = ServicePool(_builder(STT, "STT", shared))
-        stt = RoutingSTTService(stts.for_members(stt_specs), plan.start_member_id)
-        components += _labelled("STT", stts, members, stt_specs)
-    if plan.speaks:
-        tts_specs = {m.id: m.tts for m in members}
-        ttss: ServicePool[TTSSpec, TTSService] = ServicePool(_builder(TTS, "TTS", shared))
-        tts = RoutingTTSService(ttss.for_members(tts_specs), plan.start_member_id)
-        components += _labelled("TTS", ttss, members, tts_specs)
-    flow = TeamFlow(plan, Routers(llm=llm, stt=stt, tts=tts), runtime.manager)
-    # Member prompts come from the team; a system message in the history would
-    # speak for whichever member wrote it to every member after.
-    history = [m for m in plan.messages if m.get("role") != "system"]
-    return _Slots(
-        llm=llm,
-        stt=stt,
-        tts=tts,
-        history=history,
-        tools=NOT_GIVEN,
-        tool_names=flow.tool_names(),
-        lookup_tool=flow.tool,
-        flow=flow,
-    )
-
-
-def _builder(registry: Any, kind: str, shared: SharedResources) -> Callable[[Any], Any]:
-    """A function building a service of ``registry`` for a spec."""
-
-    def build(spec: Any) -> Any:
-        provider = registry.get(spec.provider)
-        assert provider is not None, f"{spec.provider} was checked when the call was planned"
-        try:
-            return provider.factory(spec, shared)
-        except Exception as e:
-            raise StartError(
-                f"{kind} {spec.describe()}", f"could not be created: {type(e).__name__}: {e}"
-            ) from e
-
-    return build
-
-
-def _labelled(
-    kind: str,
-    pool: ServicePool[Any, Any],
-    members: list[MemberPlan],
-    specs: dict[str, Any],
-) -> list[tuple[str, FrameProcessor]]:
-    """Name each pooled service after what it is and the members it serves."""
-    names = {m.id: m.label for m in members}
-    labelled = []
-    for service in pool.services:
-        users = pool.users(service, specs)
-        described = sorted({specs[u].describe() for u in users})
-        label = f"{kind} {', '.join(described)} (members: {', '.join(names[u] for u in users)})"
-        labelled.append((label, service))
-    return labelled
+    def _name_pooled(self, kind: str, pool: ServicePool[Any, Any], specs: dict[str, Any]) -> None:
+        """Name each pooled service after what it is and the members it serves."""
+        names = {m.id: m.label for m in self.plan.members.values()}
+        for service in pool.services:
+            users = pool.users(service, specs)
+            described = sorted({specs[u].describe() for u in users})
+            label = f"{kind} {', '.join(described)} (members: {', '.join(names[u] for u in users)})"
+            self.components.append((label, service))
 
 
 def _split_system_prompt(messages: list[dict[str, Any]]) -> tuple[str | None, list[dict[str, Any]]]:

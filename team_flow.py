@@ -34,8 +34,10 @@ from pipecat.services.settings import LLMSettings
 from routing import RoutingLLMService, RoutingSTTService, RoutingTTSService
 from routing.router import MemberRouting
 from teamrunner.errors import MemberSwitchError
+from teamrunner.journal import CallJournal
 from teamrunner.manager.client import ManagerClient
 from teamrunner.plan import CallPlan, MemberPlan, ToolPlan, TransitionPlan, placeholders
+from teamrunner.tracing import handoff_span
 from teamrunner.turns import vad_params
 
 
@@ -59,12 +61,16 @@ class TeamFlow:
         plan: The call's plan.
         routers: The call's routers.
         manager: Where member switches are reported.
+        journal: The call's journal, told of each handoff.
     """
 
-    def __init__(self, plan: CallPlan, routers: Routers, manager: ManagerClient) -> None:
+    def __init__(
+        self, plan: CallPlan, routers: Routers, manager: ManagerClient, journal: CallJournal
+    ) -> None:
         self._plan = plan
         self._routers = routers
         self._manager = manager
+        self._journal = journal
         self.active: MemberPlan = plan.start_member
         self._models: dict[object, str] = {}
         self._worker: PipelineWorker | None = None
@@ -170,21 +176,22 @@ class TeamFlow:
         """
         previous = self.active
         target = self._plan.members[transition.next_member_id]
-        try:
-            await self._switch_routers(target.id)
-        except MemberSwitchError as e:
-            logger.warning(
-                f"[{self._plan.id}] {transition.name}: staying with {previous.label}: {e}"
-            )
-            return {
-                "status": "error",
-                "error": f"could not transfer to {target.name}: {e}. "
-                "Stay with the caller and offer to help or try again later.",
-            }, None
-        await self._set_model(target)
-        await self._apply_turn_settings(previous, target)
+        with handoff_span(self._plan.id, transition.wire_name, previous.id, target.id) as span:
+            try:
+                await self._switch_routers(target.id)
+            except MemberSwitchError as e:
+                logger.warning(f"{transition.name}: staying with {previous.label}: {e}")
+                span.set_attribute("handoff.refused", str(e))
+                return {
+                    "status": "error",
+                    "error": f"could not transfer to {target.name}: {e}. "
+                    "Stay with the caller and offer to help or try again later.",
+                }, None
+            await self._set_model(target)
+            await self._apply_turn_settings(previous, target)
         self.active = target
-        logger.info(f"[{self._plan.id}] {transition.name}: {previous.label} -> {target.label}")
+        self._journal.handoff(previous, target)
+        logger.info(f"{transition.name}: {previous.label} -> {target.label}")
         self._notify(previous, target, transition.wire_name)
         return {"status": "transferred", "to": target.name}, self.nodes[target.id]
 
@@ -235,7 +242,7 @@ class TeamFlow:
 
 
 def _member_info(member: MemberPlan) -> dict[str, str]:
-    """The member as CONTRACT.md section 4 describes it: never its key."""
+    """The member as docs/contract.md section 5 describes it: never its key."""
     return {
         "id": member.id,
         "name": member.name,

@@ -11,7 +11,7 @@ It understands nothing. Given a chat request it answers by rule:
 
 It tells the members apart by the functions each was offered, which is how
 a team call's requests differ. Plug it into ``OpenAISimulator(responder=...)``.
-No model ships on PyPI that can call tools reliably (see DESIGN.md), so the
+No model ships on PyPI that can call tools reliably, so the
 demo's LLM leg is this, and says so.
 """
 

@@ -2,7 +2,7 @@
 
 It is not pipecat-manager: no Asterisk, no flows, no database, no AI manager
 behind the tool endpoint. It serves on loopback the four things the runner
-touches (CONTRACT sections 2-4), byte-compatible with what the Go side sends
+touches (docs/contract.md sections 3-5), byte-compatible with what the Go side sends
 and accepts:
 
 - ``GET /{id}/ws?direction=input``: plays a scripted caller (``Caller``) as

@@ -1,26 +1,35 @@
 """The runner's configuration: one typed object, built from the environment by a function.
 
-Nothing here is read at import time. Which variables hold provider keys and
-endpoints is not listed here: each provider names its own when it registers
-(``teamrunner.providers``). ``Settings.from_env()`` reads the
+Nothing here is read at import time. ``Settings.from_env()`` reads the
 environment once, at start-up, and the resulting object is passed down; tests
-build a ``Settings`` from plain values instead. Keys are held as
-``SecretStr`` so that printing a ``Settings`` never shows one.
+build a ``Settings`` from plain values instead. Each setting names its
+environment variable once, in its field's metadata, and ``from_env`` reads
+them all from there. Which variables hold provider keys and endpoints is not
+listed here: each provider names its own when it registers
+(``teamrunner.providers``). Keys are held as ``SecretStr`` so that printing a
+``Settings`` never shows one.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TypeVar
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 from pydantic import SecretStr
 
+from teamrunner import tracing
 from teamrunner.errors import ConfigError
 from teamrunner.providers import endpoint_variables, key_variables
 
-_Number = TypeVar("_Number", int, float)
+
+def _env(name: str, default: Any, *, zero_ok: bool = False) -> Any:
+    """A setting read from the environment variable ``name``.
+
+    A number must be greater than zero, or zero or more when ``zero_ok``.
+    """
+    return field(default=default, metadata={"env": name, "zero_ok": zero_ok})
 
 
 @dataclass(frozen=True)
@@ -28,28 +37,52 @@ class Settings:
     """Everything the runner needs to know about its surroundings.
 
     Attributes:
-        host: Address the HTTP API listens on (``RUNNER_HOST``).
-        port: Port of the HTTP API (``RUNNER_PORT``).
-        pipecatcall_address: ``host:port`` of pipecat-manager (``PIPECATCALL_ADDRESS``).
+        host: Address the HTTP API listens on.
+        port: Port of the HTTP API.
+        pipecatcall_address: ``host:port`` of pipecat-manager.
         keys: Provider keys from the environment, by variable name.
         endpoints: Provider endpoint overrides, by variable name.
         session_idle_secs: A call with no caller or bot activity for this long ends.
         start_timeout_secs: How long ``/run`` waits for a pipeline to come up.
         tool_timeout_secs: How long a tool call to pipecat-manager may take.
         notify_timeout_secs: How long a member-switched notification may take.
-        log_json: Whether logs are written as one JSON object per line.
+        keepalive_secs: How long an idle HTTP connection is kept open; longer
+            than Go's 90 s idle pool, so Go never reuses a connection the runner
+            is closing.
+        header_timeout_secs: How long a client may take to send a request's headers.
+        body_timeout_secs: How long a client may take to send a request's body.
+        max_body_bytes: The largest request body accepted (413 past it).
+        max_calls: Calls run at once; past it ``/run`` answers 503.
+        drain_secs: After SIGTERM, how long live calls may go on before they are ended.
+        llm_timeout_secs: An LLM request with no first byte, or no further byte,
+            for this long is abandoned.
+        llm_retries: How often an LLM request that got no first byte is sent again.
+        tts_timeout_secs: A voice that produces no audio for this long after
+            being given text is reported as stalled.
+        log_json: Whether logs are written as one flat JSON object per line.
+        tracing: Whether pipecat's OpenTelemetry tracing is on.
     """
 
-    host: str = "127.0.0.1"
-    port: int = 8000
-    pipecatcall_address: str = "localhost:8001"
+    host: str = _env("RUNNER_HOST", "127.0.0.1")
+    port: int = _env("RUNNER_PORT", 8000, zero_ok=True)
+    pipecatcall_address: str = _env("PIPECATCALL_ADDRESS", "localhost:8001")
     keys: Mapping[str, SecretStr] = field(default_factory=dict)
     endpoints: Mapping[str, str] = field(default_factory=dict)
-    session_idle_secs: float = 180.0
-    start_timeout_secs: float = 15.0
-    tool_timeout_secs: float = 10.0
-    notify_timeout_secs: float = 2.0
-    log_json: bool = False
+    session_idle_secs: float = _env("RUNNER_SESSION_IDLE_SECS", 180.0)
+    start_timeout_secs: float = _env("RUNNER_START_TIMEOUT_SECS", 15.0)
+    tool_timeout_secs: float = _env("RUNNER_TOOL_TIMEOUT_SECS", 10.0)
+    notify_timeout_secs: float = _env("RUNNER_NOTIFY_TIMEOUT_SECS", 2.0)
+    keepalive_secs: float = _env("RUNNER_KEEPALIVE_SECS", 120.0)
+    header_timeout_secs: float = _env("RUNNER_HEADER_TIMEOUT_SECS", 10.0)
+    body_timeout_secs: float = _env("RUNNER_BODY_TIMEOUT_SECS", 10.0)
+    max_body_bytes: int = _env("RUNNER_MAX_BODY_BYTES", 4 * 1024 * 1024)
+    max_calls: int = _env("RUNNER_MAX_CALLS", 4)
+    drain_secs: float = _env("RUNNER_DRAIN_SECS", 120.0, zero_ok=True)
+    llm_timeout_secs: float = _env("RUNNER_LLM_TIMEOUT_SECS", 5.0)
+    llm_retries: int = _env("RUNNER_LLM_RETRIES", 1, zero_ok=True)
+    tts_timeout_secs: float = _env("RUNNER_TTS_TIMEOUT_SECS", 5.0)
+    log_json: bool = _env("RUNNER_LOG_JSON", False)
+    tracing: bool = _env("RUNNER_TRACING", False)
 
     @property
     def manager_http_url(self) -> str:
@@ -83,30 +116,43 @@ class Settings:
             ConfigError: naming the variable and what it should hold.
         """
         env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for setting in fields(cls):
+            name = setting.metadata.get("env")
+            raw = env.get(name) if name else None
+            if raw is not None and raw != "":
+                values[setting.name] = _parse(name, raw, setting.default, setting.metadata)
+        if tracing.wanted(env):
+            values.setdefault("tracing", True)
         return cls(
-            host=env.get("RUNNER_HOST", "127.0.0.1"),
-            port=_number(env, "RUNNER_PORT", 8000, int),
-            pipecatcall_address=env.get("PIPECATCALL_ADDRESS", "localhost:8001"),
             keys={name: SecretStr(env[name]) for name in key_variables() if env.get(name)},
             endpoints={name: env[name] for name in endpoint_variables() if env.get(name)},
-            session_idle_secs=_number(env, "RUNNER_SESSION_IDLE_SECS", 180.0, float),
-            start_timeout_secs=_number(env, "RUNNER_START_TIMEOUT_SECS", 15.0, float),
-            tool_timeout_secs=_number(env, "RUNNER_TOOL_TIMEOUT_SECS", 10.0, float),
-            notify_timeout_secs=_number(env, "RUNNER_NOTIFY_TIMEOUT_SECS", 2.0, float),
-            log_json=env.get("RUNNER_LOG_JSON", "").lower() in ("1", "true", "yes"),
+            **values,
         )
 
+    @classmethod
+    def variables(cls) -> dict[str, Any]:
+        """Every ``RUNNER_*``-style variable the runner reads, with its default."""
+        return {f.metadata["env"]: f.default for f in fields(cls) if "env" in f.metadata}
 
-def _number(env: Mapping[str, str], name: str, default: _Number, kind: type[_Number]) -> _Number:
-    raw = env.get(name)
-    if raw is None or raw == "":
-        return default
+
+def _parse(name: str, raw: str, default: Any, metadata: Mapping[str, Any]) -> Any:
+    if isinstance(default, bool):
+        if raw.lower() in ("1", "true", "yes", "on"):
+            return True
+        if raw.lower() in ("0", "false", "no", "off"):
+            return False
+        raise ConfigError(f"{name} has value {raw!r}: not a valid bool; use 1/0, true/false")
+    if isinstance(default, str):
+        return raw
+    kind = type(default)
     try:
         value = kind(raw)
     except ValueError:
         raise ConfigError(
             f"{name} has value {raw!r}: not a valid {kind.__name__}; unset it or give a number"
         ) from None
-    if value <= 0:
-        raise ConfigError(f"{name} has value {raw!r}: it must be greater than zero")
+    if value < 0 or (value == 0 and not metadata["zero_ok"]):
+        bound = "zero or more" if metadata["zero_ok"] else "greater than zero"
+        raise ConfigError(f"{name} has value {raw!r}: it must be {bound}")
     return value

@@ -1,4 +1,4 @@
-"""The ``/run`` request exactly as pipecat-manager sends it (CONTRACT.md section 1).
+"""The ``/run`` request exactly as pipecat-manager sends it (docs/contract.md section 1).
 
 These pydantic models describe the shape of the JSON and nothing more: types,
 ranges, and which fields may be missing. Go marshals with ``omitempty`` and
@@ -26,9 +26,11 @@ def _none_as_empty_dict(value: Any) -> Any:
     return {} if value is None else value
 
 
-# A pipecatcall id becomes a path segment in pipecat-manager's URLs, so it is
-# limited to characters that need no escaping. UUIDs fit.
-CallId = Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,128}$")]
+# A pipecatcall id becomes one path segment of pipecat-manager's URLs, so it
+# holds only characters that need no escaping, and no dot (``.`` and ``..``
+# would name other paths). Go sends UUIDs; short names such as ``call-1``
+# also fit, for tests and calls started by hand.
+CallId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")]
 
 
 class _Incoming(BaseModel):
@@ -61,7 +63,7 @@ class Message(_Incoming):
 
 
 class Tool(_Incoming):
-    """A tool the LLM may call; pipecat-manager executes it (CONTRACT.md section 3)."""
+    """A tool the LLM may call; pipecat-manager executes it (docs/contract.md section 4)."""
 
     name: str = Field(min_length=1)
     description: str = ""

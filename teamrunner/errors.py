@@ -7,7 +7,9 @@
     ├── RequestError         a /run request cannot be served as asked      → 4xx
     │   ├── InvalidRequest   one or more fields are wrong (all of them listed) → 400
     │   ├── SessionConflict  a call with that id is already running       → 409
-    │   └── SessionNotFound  no call with that id is running              → 404
+    │   ├── SessionNotFound  no call with that id is running              → 404
+    │   ├── AtCapacity       the runner already runs RUNNER_MAX_CALLS calls → 503
+    │   └── Draining         the runner is shutting down                  → 503
     ├── StartError           the call's pipeline could not be brought up  → 500
     └── MemberSwitchError    a team transition could not be made (in-call, never HTTP)
 
@@ -44,6 +46,8 @@ class RequestError(RunnerError):
     """A request the runner refuses; ``status`` is the HTTP status to answer with."""
 
     status = 400
+    # Seconds after which the client may try again (a Retry-After header), if any.
+    retry_after: int | None = None
 
     def __init__(self, message: str, problems: list[Problem] | None = None) -> None:
         super().__init__(message)
@@ -72,6 +76,20 @@ class SessionNotFound(RequestError):
     """No call with this id is running."""
 
     status = 404
+
+
+class AtCapacity(RequestError):
+    """The runner runs as many calls as it may; another runner should take this one."""
+
+    status = 503
+    retry_after = 2
+
+
+class Draining(RequestError):
+    """The runner is shutting down and takes no new call."""
+
+    status = 503
+    retry_after = 5
 
 
 class StartError(RunnerError):

@@ -51,6 +51,14 @@ class Health(BaseModel):
     speech_models_loaded: int
 
 
+class Ready(BaseModel):
+    """``GET /ready``: the runner takes a new call."""
+
+    status: str = "ready"
+    calls: int
+    max_calls: int
+
+
 class MemberRef(BaseModel):
     id: str
     name: str
@@ -74,13 +82,22 @@ class Calls(BaseModel):
     calls: list[CallInfo]
 
 
+def error_body(message: str, problems: list[ProblemItem] | None = None) -> dict[str, object]:
+    """The JSON of an error answer: what is wrong, and each problem's field."""
+    answer = ErrorAnswer(error=message, problems=problems or None)
+    return answer.model_dump(exclude_none=True)
+
+
 def error_responses(*statuses: int) -> dict[int | str, dict[str, object]]:
     """OpenAPI ``responses`` for the error statuses a route may answer with."""
     meaning = {
         400: "The request's values cannot be served (every problem listed)",
         404: "No call with that id is running",
+        408: "The request's headers or body arrived too slowly",
         409: "A call with that id is already running",
+        413: "The body is larger than RUNNER_MAX_BODY_BYTES",
         422: "The body does not have the contract's shape",
         500: "The call could not come up (the component is named)",
+        503: "Draining or at capacity: try again later or elsewhere (see Retry-After)",
     }
     return {s: {"model": ErrorAnswer, "description": meaning[s]} for s in statuses}

@@ -1,7 +1,8 @@
 """What every call in one runner process shares, made once at start-up and closed at shutdown.
 
 The settings, the pooled clients and loaded speech models, the HTTP client to
-pipecat-manager and the redactor that keeps keys out of everything written.
+pipecat-manager, the redactor that keeps keys out of everything written, and
+the metrics.
 A call's pipeline is assembled from its plan and this runtime; nothing here
 belongs to one call.
 """
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 
 from teamrunner.config import Settings
 from teamrunner.manager.client import ManagerClient
+from teamrunner.metrics import RunnerMetrics
 from teamrunner.providers.resources import SharedResources
 from teamrunner.redaction import Redactor
 
@@ -24,6 +26,7 @@ class Runtime:
     shared: SharedResources
     manager: ManagerClient
     redactor: Redactor
+    metrics: RunnerMetrics
 
     @classmethod
     def create(cls, settings: Settings) -> Runtime:
@@ -33,6 +36,7 @@ class Runtime:
             shared=SharedResources(),
             manager=ManagerClient(settings),
             redactor=Redactor(settings.secrets()),
+            metrics=RunnerMetrics(),
         )
 
     async def close(self) -> None:

@@ -19,15 +19,7 @@ from simulators.voices import VoiceBook
 from teamrunner.config import Settings
 from teamrunner.providers import endpoint_variables, key_variables
 
-RUNNER_VARIABLES = (
-    "RUNNER_HOST",
-    "RUNNER_PORT",
-    "PIPECATCALL_ADDRESS",
-    "RUNNER_SESSION_IDLE_SECS",
-    "RUNNER_START_TIMEOUT_SECS",
-    "RUNNER_TOOL_TIMEOUT_SECS",
-    "RUNNER_NOTIFY_TIMEOUT_SECS",
-)
+RUNNER_VARIABLES = (*Settings.variables(), "OTEL_EXPORTER_OTLP_ENDPOINT")
 
 
 @pytest.fixture(autouse=True)
@@ -38,7 +30,13 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not any(os.environ.get(name) for name in key_variables())
 
 
-RUNNER_DEFAULTS: dict[str, object] = {"host": "127.0.0.1", "port": 0, "start_timeout_secs": 10.0}
+# Tests run a handful of calls at once at most; admission is tested on its own.
+RUNNER_DEFAULTS: dict[str, object] = {
+    "host": "127.0.0.1",
+    "port": 0,
+    "start_timeout_secs": 10.0,
+    "max_calls": 20,
+}
 
 
 def runner_settings(**overrides: object) -> Settings:

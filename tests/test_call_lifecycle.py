@@ -45,7 +45,8 @@ async def test_manager_hanging_up_ends_the_call_and_closes_provider_sockets(
     await cloud.manager.hangup(CALL_ID, abrupt=True)
 
     await asyncio.wait_for(session.finished.wait(), 10)
-    assert "closed the" in session.end_reason
+    assert session.journal.end_reason == "hung_up"
+    assert session.end_detail is not None and "closed the" in session.end_detail
     assert len(runner.sessions) == 0
     await cloud.deepgram.wait_until(lambda: cloud.deepgram.active_connections == 0, 10)
     await cloud.cartesia.wait_until(lambda: cloud.cartesia.active_connections == 0, 10)
@@ -284,7 +285,7 @@ async def test_a_start_that_cannot_reach_pipecat_manager_is_500_and_leaves_nothi
         answer = response.json()
         assert answer["problems"][0]["field"] == "output socket to pipecat-manager"
         assert (
-            f"could not connect to ws://127.0.0.1:9/{CALL_ID}/ws?direction=output"
+            "could not connect to ws://127.0.0.1:9/{id}/ws?direction=output"
             in (answer["error"])
         )
         assert "PIPECATCALL_ADDRESS" in answer["error"]

@@ -1,4 +1,4 @@
-"""The HTTP API refuses bad requests with a status and a message that names the field.
+"""The HTTP API: bad requests are refused naming the field; the schema and commands are true.
 
 Every request here is refused before any call starts, so the runner's
 pipecat-manager address leads nowhere and nothing else is needed.
@@ -6,6 +6,9 @@ pipecat-manager address leads nowhere and nothing else is needed.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -177,3 +180,43 @@ async def test_health_reports_the_number_of_calls(
 
     assert response.status_code == 200
     assert response.json() == {"status": "ok", "sessions": 0, "speech_models_loaded": 0}
+
+
+async def test_openapi_documents_typed_answers_and_the_one_error_shape(
+    bare_runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    spec = (await http.get(f"{bare_runner.url}/openapi.json")).json()
+
+    def ref(route: str, method: str, status: str) -> str:
+        content = spec["paths"][route][method]["responses"][status]["content"]
+        return content["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+
+    assert ref("/run", "post", "200") == "RunStarted"
+    assert ref("/stop", "post", "200") == "Stopped"
+    assert ref("/health", "get", "200") == "Health"
+    assert ref("/calls", "get", "200") == "Calls"
+    for status in ("400", "409", "422", "500"):
+        assert ref("/run", "post", status) == "ErrorAnswer"
+    assert ref("/stop", "post", "404") == "ErrorAnswer"
+    # FastAPI's own validation-error shape is not what the runner answers, so it is not described.
+    assert "HTTPValidationError" not in spec["components"]["schemas"]
+
+
+async def test_docs_page_is_off_since_it_would_load_assets_from_a_cdn(
+    bare_runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    assert (await http.get(f"{bare_runner.url}/docs")).status_code == 404
+
+
+def test_main_help_prints_usage_and_exits_without_serving() -> None:
+    result = subprocess.run(
+        [sys.executable, "main.py", "--help"],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: python main.py")
+    assert "RUNNER_" in result.stdout

@@ -1,4 +1,4 @@
-"""HTTP calls from the runner to pipecat-manager: tools (section 3) and member switches (section 4).
+"""HTTP calls from the runner to pipecat-manager: tools and member switches (docs/contract.md 4-5).
 
 One ``ManagerClient`` per process holds one connection pool to
 pipecat-manager. Neither call can break a call: a tool that fails, times out
@@ -9,12 +9,25 @@ notification that fails is logged and forgotten.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 from loguru import logger
 
 from teamrunner.config import Settings
+
+
+@dataclass(frozen=True)
+class ToolAnswer:
+    """What a tool call came to: the result for the LLM, and its outcome in one word.
+
+    ``outcome`` is ``ok``, ``error`` (pipecat-manager answered an error status),
+    ``timeout`` or ``unreachable``.
+    """
+
+    result: dict[str, Any]
+    outcome: str
 
 
 class ManagerClient:
@@ -38,7 +51,7 @@ class ManagerClient:
 
     async def execute_tool(
         self, call_id: str, tool_call_id: str, name: str, arguments: dict[str, Any]
-    ) -> dict[str, Any]:
+    ) -> ToolAnswer:
         """Ask pipecat-manager to run a tool; return the result to hand the LLM.
 
         The result is ``{"status": "ok", "data": <Go's JSON, or {"raw": text}>}``
@@ -57,15 +70,19 @@ class ManagerClient:
             ) as response:
                 text = await response.text()
                 if response.status >= 400:
-                    logger.warning(f"[{call_id}] tool {name}: HTTP {response.status}")
-                    return {"status": "error", "error": f"HTTP {response.status}: {text}"}
-                return {"status": "ok", "data": _json_or_raw(text, response.content_type)}
+                    logger.warning(f"tool {name}: HTTP {response.status}")
+                    error = {"status": "error", "error": f"HTTP {response.status}: {text}"}
+                    return ToolAnswer(error, "error")
+                data = _json_or_raw(text, response.content_type)
+                return ToolAnswer({"status": "ok", "data": data}, "ok")
         except TimeoutError:
-            logger.warning(f"[{call_id}] tool {name}: no answer in {timeout:g}s")
-            return {"status": "error", "error": f"Request timed out after {timeout:g}s"}
+            logger.warning(f"tool {name}: no answer in {timeout:g}s")
+            error = {"status": "error", "error": f"Request timed out after {timeout:g}s"}
+            return ToolAnswer(error, "timeout")
         except aiohttp.ClientError as e:
-            logger.warning(f"[{call_id}] tool {name}: {type(e).__name__}: {e}")
-            return {"status": "error", "error": f"pipecat-manager unreachable: {e}"}
+            logger.warning(f"tool {name}: {type(e).__name__}: {e}")
+            error = {"status": "error", "error": f"pipecat-manager unreachable: {e}"}
+            return ToolAnswer(error, "unreachable")
 
     async def member_switched(self, call_id: str, body: dict[str, Any]) -> bool:
         """Tell pipecat-manager that a team call moved to another member.
@@ -80,11 +97,11 @@ class ManagerClient:
                 url, json=body, timeout=aiohttp.ClientTimeout(total=timeout)
             ) as response:
                 if response.status >= 400:
-                    logger.warning(f"[{call_id}] member-switched: HTTP {response.status}")
+                    logger.warning(f"member-switched: HTTP {response.status}")
                     return False
                 return True
         except (TimeoutError, aiohttp.ClientError) as e:
-            logger.warning(f"[{call_id}] member-switched not delivered: {type(e).__name__}")
+            logger.warning(f"member-switched not delivered: {type(e).__name__}")
             return False
 
 

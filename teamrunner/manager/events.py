@@ -24,6 +24,7 @@ from __future__ import annotations
 from pipecat.frames.frames import OutputTransportMessageUrgentFrame
 from pipecat.processors.frame_processor import FrameProcessor
 from pipecat.processors.frameworks.rtvi import RTVIObserver, RTVIObserverParams, RTVIProcessor
+from pipecat.processors.frameworks.rtvi import models as rtvi
 from pipecat.processors.frameworks.rtvi.observer import RTVIFunctionCallReportLevel
 from pydantic import BaseModel
 
@@ -74,3 +75,9 @@ class ManagerEvents(RTVIObserver):
             return
         message = model.model_dump(exclude_none=exclude_none)
         await self._output.queue_frame(OutputTransportMessageUrgentFrame(message=message))
+
+
+def rtvi_error(error: str, *, fatal: bool) -> OutputTransportMessageUrgentFrame:
+    """An RTVI ``error`` message for pipecat-manager, in pipecat's own model of one."""
+    message = rtvi.Error(data=rtvi.ErrorData(error=error, fatal=fatal))
+    return OutputTransportMessageUrgentFrame(message=message.model_dump())

@@ -11,6 +11,7 @@ speak, so the caller hears that something went wrong.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,7 @@ from loguru import logger
 from pipecat.frames.frames import FunctionCallResultProperties
 from pipecat.services.llm_service import FunctionCallParams
 
+from teamrunner.journal import CallJournal
 from teamrunner.manager.client import ManagerClient
 from teamrunner.plan import ToolPlan
 
@@ -31,32 +33,41 @@ class ToolBridge:
         lookup: The tool the active AI knows by a function name, or None; a team
             call answers with the active member's tools, so a member cannot
             run another member's tool.
+        journal: Where each call's outcome and round trip are recorded.
     """
 
     def __init__(
-        self, call_id: str, client: ManagerClient, lookup: Callable[[str], ToolPlan | None]
+        self,
+        call_id: str,
+        client: ManagerClient,
+        lookup: Callable[[str], ToolPlan | None],
+        journal: CallJournal,
     ) -> None:
         self._call_id = call_id
         self._client = client
         self._lookup = lookup
+        self._journal = journal
 
     async def __call__(self, params: FunctionCallParams) -> None:
         tool = self._lookup(params.function_name)
         if tool is None:
-            logger.warning(f"[{self._call_id}] LLM called unavailable tool {params.function_name}")
+            logger.warning(f"LLM called unavailable tool {params.function_name}")
+            self._journal.tool("unavailable", 0.0)
             await params.result_callback(
                 {"status": "error", "error": f"tool {params.function_name} is not available now"}
             )
             return
         arguments = dict(params.arguments)
         run_llm = _as_bool(arguments.pop("run_llm", tool.run_llm), tool.run_llm)
-        result = await self._client.execute_tool(
+        started = time.monotonic()
+        answer = await self._client.execute_tool(
             self._call_id, params.tool_call_id, tool.wire_name, arguments
         )
-        if result["status"] != "ok":
+        self._journal.tool(answer.outcome, time.monotonic() - started)
+        if answer.outcome != "ok":
             run_llm = True
         await params.result_callback(
-            result, properties=FunctionCallResultProperties(run_llm=run_llm)
+            answer.result, properties=FunctionCallResultProperties(run_llm=run_llm)
         )
 
 

@@ -1,4 +1,4 @@
-"""The two websockets to pipecat-manager (CONTRACT.md section 2), as pipecat transports.
+"""The two websockets to pipecat-manager (docs/contract.md section 3), as pipecat transports.
 
 pipecat-manager listens; the runner dials ``/{id}/ws?direction=input`` (caller
 audio and ``send-text``, opened only when the call has caller audio) and

@@ -111,6 +111,7 @@ class CallPlan:
         speaks: Whether replies are spoken (TTS).
         turn: Turn-taking for the call (members may override it).
         messages: The conversation so far, valid for an LLM.
+        team_id: The team's id (empty for a single-AI call).
     """
 
     id: str
@@ -121,6 +122,7 @@ class CallPlan:
     speaks: bool
     turn: TurnPlan
     messages: list[dict[str, Any]]
+    team_id: str = ""
 
     @property
     def start_member(self) -> MemberPlan:

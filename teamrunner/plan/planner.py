@@ -51,6 +51,7 @@ def plan_call(request: RunRequest, settings: Settings) -> CallPlan:
         speaks=bool(request.tts_type),
         turn=TurnPlan(vad=request.vad_config or VADConfig(), smart_turn=request.smart_turn_enabled),
         messages=valid_history(request.llm_messages),
+        team_id=request.resolved_team.id if request.resolved_team is not None else "",
     )
 
 

@@ -15,6 +15,7 @@ from pydantic import SecretStr
 from run import build_call
 from teamrunner.config import Settings
 from teamrunner.contract import RunRequest
+from teamrunner.journal import CallJournal
 from teamrunner.plan import plan_call
 from teamrunner.runtime import Runtime
 
@@ -44,7 +45,9 @@ async def test_gemini_call_is_built_and_shapes_its_request_for_google() -> None:
         }
     )
     settings = Settings(keys={"GOOGLE_API_KEY": SecretStr(GOOGLE_KEY)})
-    call = build_call(plan_call(request, settings), Runtime.create(settings))
+    plan = plan_call(request, settings)
+    runtime = Runtime.create(settings)
+    call = build_call(plan, runtime, CallJournal(plan, runtime.metrics))
 
     [(name, llm)] = [(n, p) for n, p in call.components if n.startswith("LLM")]
     assert name == "LLM gemini.gemini-2.5-flash"

@@ -1,0 +1,61 @@
+"""Reading a call's frames into its journal: waits, providers' first bytes, errors, handoffs.
+
+``CallObserver`` is one pipecat observer per call. It sees each frame once
+(at its first push) and notes what the journal counts: the caller's wait
+from the end of speech to the bot's first audio (pipecat's own
+``UserBotLatencyObserver``, composed in rather than added beside, so the
+call's frames are handed to one observer queue, not two), each provider's
+time to first byte from pipecat's ``MetricsFrame``s, every provider error,
+and the bot's first words after a handoff.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pipecat.frames.frames import ErrorFrame, LLMTextFrame, MetricsFrame, TTSAudioRawFrame
+from pipecat.metrics.metrics import TTFBMetricsData
+from pipecat.observers.base_observer import BaseObserver, FramePushed
+from pipecat.observers.user_bot_latency_observer import UserBotLatencyObserver
+
+from teamrunner.journal import CallJournal
+
+# A processor's name (``OpenAILLMService#0``) to its kind and provider (``LLM``, ``openai``).
+ProviderNames = Mapping[str, tuple[str, str]]
+
+
+class CallObserver(BaseObserver):
+    """Feeds one call's journal from the frames of its pipeline.
+
+    Args:
+        journal: The call's journal.
+        providers: What each provider service of the call is, by processor name.
+        speaks: Whether the call's replies are spoken (then the bot's first
+            words are its first audio; otherwise its first text).
+    """
+
+    def __init__(self, journal: CallJournal, providers: ProviderNames, *, speaks: bool) -> None:
+        super().__init__(observe_every_push=False)
+        self._journal = journal
+        self._providers = providers
+        self._words = TTSAudioRawFrame if speaks else LLMTextFrame
+        self._latency = UserBotLatencyObserver()
+
+        @self._latency.event_handler("on_latency_measured")
+        async def on_latency(observer: UserBotLatencyObserver, seconds: float) -> None:
+            journal.caller_waited(seconds)
+
+    async def on_push_frame(self, data: FramePushed) -> None:
+        await self._latency.on_push_frame(data)
+        frame = data.frame
+        if isinstance(frame, self._words):
+            self._journal.bot_output()
+        elif isinstance(frame, MetricsFrame):
+            for metric in frame.data:
+                if isinstance(metric, TTFBMetricsData) and metric.processor in self._providers:
+                    kind, provider = self._providers[metric.processor]
+                    self._journal.ttfb(kind, provider, metric.value)
+        elif isinstance(frame, ErrorFrame) and frame.processor is not None:
+            known = self._providers.get(frame.processor.name)
+            if known is not None:
+                self._journal.provider_error(*known, "error")

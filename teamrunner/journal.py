@@ -1,0 +1,95 @@
+"""A call's journal: what happened in it, kept for its summary and counted in the metrics.
+
+Everything worth knowing about a call passes through its ``CallJournal``:
+handoffs (from the team's flow), tool calls (from the tool bridge), the
+caller's waits, providers' time to first byte and their errors (from the
+call's observer). The journal keeps the per-call figures that make the
+one-line summary logged when the call ends, and adds each event to the
+process's metrics as it happens.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from teamrunner.metrics import RunnerMetrics
+from teamrunner.plan import CallPlan, MemberPlan
+
+
+class MemberTag:
+    """The member who has the call, as a log field that follows the call's switches."""
+
+    def __init__(self, member: MemberPlan) -> None:
+        self.member = member
+
+    def __str__(self) -> str:
+        return self.member.id
+
+
+@dataclass
+class CallJournal:
+    """The record of one call."""
+
+    plan: CallPlan
+    metrics: RunnerMetrics
+    started_at: float = field(default_factory=time.monotonic)
+    members_visited: list[str] = field(default_factory=list)
+    handoffs: int = 0
+    tools: Counter[str] = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)
+    user_to_bot: list[float] = field(default_factory=list)
+    end_reason: str | None = None
+    member_tag: MemberTag = field(init=False)
+    _handoff_started: float | None = None
+
+    def __post_init__(self) -> None:
+        self.members_visited.append(self.plan.start_member_id)
+        self.member_tag = MemberTag(self.plan.start_member)
+
+    def handoff(self, previous: MemberPlan, target: MemberPlan) -> None:
+        """The call moved from ``previous`` to ``target``."""
+        self.handoffs += 1
+        self.members_visited.append(target.id)
+        self.member_tag.member = target
+        self._handoff_started = time.monotonic()
+        self.metrics.handoffs.labels(self.plan.team_id, previous.id, target.id).inc()
+
+    def bot_output(self) -> None:
+        """The bot's words reached pipecat-manager: ends a handoff's wait, if one is pending."""
+        if self._handoff_started is not None:
+            self.metrics.handoff_seconds.observe(time.monotonic() - self._handoff_started)
+            self._handoff_started = None
+
+    def tool(self, outcome: str, seconds: float) -> None:
+        self.tools[outcome] += 1
+        self.metrics.tool_calls.labels(outcome).inc()
+        self.metrics.tool_seconds.observe(seconds)
+
+    def caller_waited(self, seconds: float) -> None:
+        """From the caller's end of speech to the bot's first audio."""
+        self.user_to_bot.append(seconds)
+        self.metrics.user_to_bot_seconds.observe(seconds)
+
+    def ttfb(self, kind: str, provider: str, seconds: float) -> None:
+        self.metrics.ttfb_seconds.labels(kind, provider).observe(seconds)
+
+    def provider_error(self, kind: str, provider: str, error: str) -> None:
+        self.errors[f"{kind} {error}"] += 1
+        self.metrics.provider_errors.labels(kind, provider, error).inc()
+
+    def summary(self) -> dict[str, Any]:
+        """The call in one record: the fields of its last log line."""
+        p50 = statistics.median(self.user_to_bot) if self.user_to_bot else None
+        return {
+            "duration_secs": round(time.monotonic() - self.started_at, 2),
+            "members_visited": self.members_visited,
+            "handoffs": self.handoffs,
+            "tools": dict(self.tools),
+            "errors": dict(self.errors),
+            "user_to_bot_p50_secs": round(p50, 3) if p50 is not None else None,
+            "end_reason": self.end_reason,
+        }

@@ -1,0 +1,93 @@
+"""uvicorn's server, with SIGTERM starting a drain, and its configuration from the settings.
+
+On the first SIGTERM or SIGINT the server keeps serving (``/stop`` must
+still reach the calls that are ending, and ``/ready`` must say no) and runs
+the application's drain; when the drain is over it closes as uvicorn does.
+A second signal asks the drain to end every call at once. uvicorn re-raises
+the signals it caught once it has closed, which would end the process by
+the signal instead of with status 0; this server does not record them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Awaitable, Callable
+from types import FrameType
+from typing import Any
+
+import uvicorn
+from loguru import logger
+
+from teamrunner.config import Settings
+from teamrunner.serving.protocol import header_timeout_protocol
+
+
+def uvicorn_config(app: Any, settings: Settings, **overrides: Any) -> uvicorn.Config:
+    """uvicorn's configuration for the runner's application under ``settings``."""
+    options: dict[str, Any] = {
+        "host": settings.host,
+        "port": settings.port,
+        "log_level": "warning",
+        "lifespan": "on",
+        # Longer than Go's idle pool (90 s): Go never sends on a connection being closed.
+        "timeout_keep_alive": settings.keepalive_secs,
+        "http": header_timeout_protocol(settings.header_timeout_secs),
+        # The drain decides how long calls may go on; connections then close at once.
+        "timeout_graceful_shutdown": 5,
+    }
+    options.update(overrides)
+    return uvicorn.Config(app, **options)
+
+
+class Drain:
+    """What the application does when told to shut down: ``start`` once, ``hurry`` after."""
+
+    def __init__(self, start: Callable[[], Awaitable[None]], hurry: Callable[[], None]) -> None:
+        self.start = start
+        self.hurry = hurry
+
+
+class RunnerHTTPServer(uvicorn.Server):
+    """uvicorn, draining the application's calls before it closes on a signal.
+
+    Args:
+        config: From :func:`uvicorn_config`.
+        drain: Called for the application's drain; None closes at once like uvicorn.
+    """
+
+    def __init__(self, config: uvicorn.Config, drain: Callable[[], Drain | None]) -> None:
+        super().__init__(config)
+        self._drain = drain
+        self._draining: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def serve(self, sockets: Any = None) -> None:
+        self._loop = asyncio.get_running_loop()
+        await super().serve(sockets)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        # Called by the signal handler, between two bytecodes of whatever runs:
+        # hand the work to the event loop.
+        if self._loop is None:
+            self.should_exit = True
+            return
+        self._loop.call_soon_threadsafe(self._on_signal, signal.Signals(sig).name)
+
+    def _on_signal(self, name: str) -> None:
+        drain = self._drain()
+        if drain is None:
+            self.should_exit = True
+            return
+        if self._draining is None:
+            logger.info(f"{name}: draining; /ready and /run now answer 503")
+            self._draining = asyncio.get_running_loop().create_task(self._drain_then_exit(drain))
+        else:
+            logger.warning(f"{name} again: ending every call now")
+            drain.hurry()
+
+    async def _drain_then_exit(self, drain: Drain) -> None:
+        try:
+            await drain.start()
+        finally:
+            self.should_exit = True
