@@ -82,11 +82,13 @@ def create_app(settings: Settings | None = None, *, configure_logs: bool = True)
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         runtime = Runtime.create(resolved)
         if configure_logs:
-            configure_logging(runtime.redactor, json_lines=resolved.log_json)
+            configure_logging(
+                runtime.redactor, level=resolved.log_level, json_lines=resolved.log_json
+            )
         else:
             install_redaction(runtime.redactor)
-        if resolved.tracing:
-            tracing.setup_tracing()
+        # A tracer provider made here is shut down (its spans flushed) at the end.
+        provider = tracing.setup_tracing() if resolved.tracing else None
         app.state.runtime = runtime
         app.state.sessions = Sessions(runtime, build_call)
         logger.info(
@@ -98,7 +100,8 @@ def create_app(settings: Settings | None = None, *, configure_logs: bool = True)
         finally:
             await app.state.sessions.end_all(EndReason.SHUTDOWN, "the runner stopped")
             await runtime.close()
-            tracing.shutdown_tracing()
+            if provider is not None:
+                provider.shutdown()
 
     app = FastAPI(title="pipecat-team-runner", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.settings = resolved

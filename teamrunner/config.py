@@ -59,6 +59,7 @@ class Settings:
         llm_retries: How often an LLM request that got no first byte is sent again.
         tts_timeout_secs: A voice that produces no audio for this long after
             being given text is reported as stalled.
+        log_level: The least severe level logged (DEBUG, INFO, WARNING, ERROR).
         log_json: Whether logs are written as one flat JSON object per line.
         tracing: Whether pipecat's OpenTelemetry tracing is on.
     """
@@ -81,6 +82,7 @@ class Settings:
     llm_timeout_secs: float = _env("RUNNER_LLM_TIMEOUT_SECS", 5.0)
     llm_retries: int = _env("RUNNER_LLM_RETRIES", 1, zero_ok=True)
     tts_timeout_secs: float = _env("RUNNER_TTS_TIMEOUT_SECS", 5.0)
+    log_level: str = _env("RUNNER_LOG_LEVEL", "INFO")
     log_json: bool = _env("RUNNER_LOG_JSON", False)
     tracing: bool = _env("RUNNER_TRACING", False)
 

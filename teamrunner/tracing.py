@@ -15,8 +15,13 @@ import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
+from typing import TYPE_CHECKING
+
 from loguru import logger
 from opentelemetry import trace
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
 
 TRACER = "pipecat-team-runner"
 OTLP_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
@@ -27,17 +32,17 @@ def wanted(environ: Mapping[str, str]) -> bool:
     return any(environ.get(name) for name in OTLP_VARIABLES)
 
 
-def setup_tracing() -> None:
+def setup_tracing() -> TracerProvider | None:
     """Export spans over OTLP/HTTP, unless the process already has a tracer provider.
 
     The exporter reads the standard ``OTEL_*`` variables itself. A provider
     set up before (a test's in-memory exporter, an operator's own
-    instrumentation) is kept.
+    instrumentation) is kept, and None returned: it is not ours to shut down.
     """
     from opentelemetry.sdk.trace import TracerProvider
 
     if isinstance(trace.get_tracer_provider(), TracerProvider):
-        return
+        return None
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -47,14 +52,7 @@ def setup_tracing() -> None:
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     trace.set_tracer_provider(provider)
     logger.info(f"tracing on: spans go over OTLP as service {name}")
-
-
-def shutdown_tracing() -> None:
-    """Flush the spans still buffered, so a drained runner loses none."""
-    provider = trace.get_tracer_provider()
-    shutdown = getattr(provider, "shutdown", None)
-    if shutdown is not None:
-        shutdown()
+    return provider
 
 
 @contextmanager

@@ -111,7 +111,7 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 
 
 async def _answer(send: Send, status: int, reason: str) -> None:
-    payload = json.dumps(error_body(reason)).encode()
+    payload = json.dumps(error_body(reason), separators=(",", ":")).encode()
     await send(
         {
             "type": "http.response.start",

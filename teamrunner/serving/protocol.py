@@ -60,9 +60,8 @@ def header_timeout_protocol(header_timeout: float) -> type[asyncio.Protocol]:
             self._deadline = None
             if self.transport.is_closing():
                 return
-            payload = json.dumps(
-                error_body(f"the request headers did not arrive within {header_timeout:g}s")
-            ).encode()
+            message = f"the request headers did not arrive within {header_timeout:g}s"
+            payload = json.dumps(error_body(message), separators=(",", ":")).encode()
             self.transport.write(
                 b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
                 b"connection: close\r\ncontent-length: "

@@ -1,0 +1,89 @@
+"""``python main.py`` as a process of its own, for tests of what only a real process shows.
+
+Keep-alive, slow clients, signals and exit status are properties of the
+process that serves the API, not of the application inside it, so these
+tests start the runner as it is deployed and talk to it over loopback.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class RunnerProcess:
+    """The runner in a child process; its stderr (the log) is kept for the test to read."""
+
+    def __init__(self, environment: Mapping[str, str], tmp: Path) -> None:
+        self.port = free_port()
+        self.log_path = tmp / f"runner-{self.port}.log"
+        clean = {k: v for k, v in os.environ.items() if not k.startswith(("RUNNER_", "OTEL_"))}
+        self._env = {
+            **clean,
+            "RUNNER_HOST": "127.0.0.1",
+            "RUNNER_PORT": str(self.port),
+            "PIPECATCALL_ADDRESS": "127.0.0.1:9",
+            **environment,
+        }
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 60.0) -> RunnerProcess:
+        log = self.log_path.open("wb")
+        self._process = subprocess.Popen(
+            [sys.executable, "main.py"], cwd=ROOT, env=self._env, stdout=log, stderr=log
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise RuntimeError(
+                    f"the runner exited with {self._process.returncode}:\n{self.log}"
+                )
+            try:
+                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
+                    return self
+            except httpx.TransportError:
+                time.sleep(0.05)
+        raise TimeoutError(f"the runner did not answer /health within {timeout:g}s")
+
+    @property
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def signal(self, sig: signal.Signals = signal.SIGTERM) -> None:
+        assert self._process is not None
+        self._process.send_signal(sig)
+
+    def wait(self, timeout: float) -> int:
+        """The exit status, once the process has ended (within ``timeout``)."""
+        assert self._process is not None
+        return self._process.wait(timeout)
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def stop(self) -> None:
+        if self.running:
+            assert self._process is not None
+            self._process.kill()
+            self._process.wait(10)
