@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-
 from typing import TYPE_CHECKING
 
 from loguru import logger
