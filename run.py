@@ -51,6 +51,7 @@ from team_flow import Routers, TeamFlow
 from teamrunner.call_observer import CallObserver
 from teamrunner.caller_audio import CallerAudioStop
 from teamrunner.errors import StartError
+from teamrunner.fallback import LLMFallback
 from teamrunner.journal import CallJournal
 from teamrunner.manager.events import ManagerEvents, rtvi_error
 from teamrunner.manager.tools import ToolBridge
@@ -60,6 +61,7 @@ from teamrunner.providers import LLM, STT, TTS, LLMSpec, STTSpec, TTSSpec
 from teamrunner.providers.registry import Registry
 from teamrunner.runtime import Runtime
 from teamrunner.turns import user_params
+from teamrunner.voice_watch import VoiceWatch
 
 # What counts as a call being alive, for the idle timeout: someone spoke or typed.
 ACTIVITY_FRAMES = (
@@ -87,6 +89,7 @@ class Call:
         vad: The caller's voice activity detector (None for a text session).
         flow: The team's flow (None for a single-AI call).
         flow_manager: pipecat.flows' manager for a team call.
+        voice: Watches the voice for stalls (None for a text session).
         system_instruction: A single AI's system prompt, from the history.
     """
 
@@ -98,6 +101,7 @@ class Call:
     vad: VADAnalyzer | None = None
     flow: TeamFlow | None = None
     flow_manager: FlowManager | None = None
+    voice: VoiceWatch | None = None
     system_instruction: str | None = None
     history: list[dict[str, Any]] = field(default_factory=list)
 
@@ -124,6 +128,8 @@ class Call:
         await self.sockets.output.output().queue_frame(rtvi_error(error, fatal=fatal))
 
     async def close(self) -> None:
+        if self.voice is not None:
+            self.voice.close()
         if self.flow is not None:
             await self.flow.close()
 
@@ -155,8 +161,17 @@ def build_call(
     # observer that sends Go only the events it reads, straight to its socket.
     rtvi = RTVIProcessor()
     events = ManagerEvents(rtvi, sockets.output.output())
-    observer = CallObserver(journal, parts.providers, speaks=plan.speaks)
-    processors = _processors(plan, sockets, slots, aggregators, rtvi, parts.components)
+    voice = _voice_watch(runtime, journal, sockets) if plan.speaks else None
+    observer = CallObserver(journal, parts.providers, speaks=plan.speaks, voice=voice)
+    processors = _processors(
+        plan,
+        sockets,
+        slots,
+        aggregators,
+        rtvi,
+        parts.components,
+        runtime.settings.llm_fallback_line,
+    )
     worker = _worker(plan, runtime, processors, [events, observer, *observers])
     call = Call(
         plan=plan,
@@ -166,12 +181,25 @@ def build_call(
         context=context,
         vad=turn_params.vad_analyzer,
         flow=slots.flow,
+        voice=voice,
         system_instruction=slots.system_instruction,
         history=slots.history,
     )
     if slots.flow is not None:
         call.flow_manager = slots.flow.flow_manager(worker, aggregators)
     return call
+
+
+def _voice_watch(runtime: Runtime, journal: CallJournal, sockets: ManagerSockets) -> VoiceWatch:
+    """A watch on the call's voice that reports a stall to the journal and to pipecat-manager."""
+
+    async def stalled() -> None:
+        tts = journal.member_tag.member.tts
+        journal.provider_error("TTS", tts.provider if tts else "", "stall")
+        error = "the voice stopped producing audio; the reply was abandoned"
+        await sockets.output.output().queue_frame(rtvi_error(error, fatal=False))
+
+    return VoiceWatch(runtime.settings.tts_timeout_secs, stalled)
 
 
 def _processors(
@@ -181,6 +209,7 @@ def _processors(
     aggregators: LLMContextAggregatorPair,
     rtvi: RTVIProcessor,
     components: list[tuple[str, FrameProcessor]],
+    fallback_line: str,
 ) -> list[FrameProcessor]:
     """The pipeline in order; each socket is put first among the components that must come up."""
     processors: list[FrameProcessor] = [rtvi]
@@ -190,6 +219,8 @@ def _processors(
     processors.append(aggregators.user())
     if plan.hears:
         processors.append(CallerAudioStop())
+    if slots.tts is not None:
+        processors.append(LLMFallback(fallback_line))
     processors.append(slots.llm)
     if slots.tts is not None:
         processors.append(slots.tts)

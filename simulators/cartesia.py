@@ -195,6 +195,7 @@ class _Session:
         chars_per_chunk = max(1, round(CHUNK_SECONDS / char_s))
         bytes_per_char = round(char_s * rate) * bytes_per_sample(encoding)
         words = word_timings(transcript, rate, self._sim.ms_per_char)
+        await self._sim.hold_while_stalled()
         await asyncio.sleep(self._sim.first_audio_delay)
         for first_char in range(0, len(transcript), chars_per_chunk):
             if first_char:

@@ -251,6 +251,7 @@ class _Session:
         char_ms = _milliseconds(char_s)
         chars_per_chunk = max(1, round(CHUNK_SECONDS / char_s))
         bytes_per_char = round(char_s * self._rate) * bytes_per_sample(self._encoding)
+        await self._sim.hold_while_stalled()
         await asyncio.sleep(self._sim.first_audio_delay)
         for first in range(0, len(text), chars_per_chunk):
             if first:

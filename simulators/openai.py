@@ -109,11 +109,18 @@ def default_error_type(status: int) -> str:
 
 @dataclass(frozen=True)
 class Reply:
-    """One scripted answer: text, tool calls, text then tool calls, or a failure."""
+    """One scripted answer: text, tool calls, text then tool calls, or a failure.
+
+    A reply may also stall, as an overloaded provider does: ``after_hanging``
+    accepts the request and sends nothing at all (not even headers) for a
+    while; ``stalling_after`` streams some chunks and then goes quiet.
+    """
 
     text: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
     failure: Failure | None = None
+    hang_secs: float = 0.0
+    stall: tuple[int, float] | None = None
 
     def __post_init__(self) -> None:
         if self.failure is not None and (self.text is not None or self.tool_calls):
@@ -134,6 +141,14 @@ class Reply:
         """
         call = ToolCall(name, {} if arguments is None else arguments)
         return replace(self, tool_calls=(*self.tool_calls, call))
+
+    def after_hanging(self, seconds: float) -> Reply:
+        """This reply, sent only after ``seconds`` of saying nothing at all."""
+        return replace(self, hang_secs=seconds)
+
+    def stalling_after(self, chunks: int, seconds: float) -> Reply:
+        """This reply, streamed with a silence of ``seconds`` after its first ``chunks`` chunks."""
+        return replace(self, stall=(chunks, seconds))
 
     @classmethod
     def fail(
@@ -181,6 +196,10 @@ class Reply:
             return f"fail {self.failure.status} {self.failure.message!r}"
         parts = [] if self.text is None else [f"say {self.text!r}"]
         parts += [f"call {c.name}({c.arguments_json()})" for c in self.tool_calls]
+        if self.hang_secs:
+            parts.append(f"after hanging {self.hang_secs:g}s")
+        if self.stall is not None:
+            parts.append(f"stalling {self.stall[1]:g}s after {self.stall[0]} chunks")
         return " + ".join(parts)
 
 
@@ -481,11 +500,13 @@ class OpenAISimulator(Simulator):
         self.requests.append(chat)
         await self.notify()
         try:
+            if reply.hang_secs:
+                await asyncio.sleep(reply.hang_secs)
             if completion is None:
                 assert reply.failure is not None
                 return await send_whole(request, reply.failure.response())
             if chat.stream:
-                return await self._stream(request, completion, chat.include_usage)
+                return await self._stream(request, completion, chat.include_usage, reply.stall)
             await asyncio.sleep(
                 self.first_token_delay + self.token_delay * completion.usage["completion_tokens"]
             )
@@ -495,7 +516,11 @@ class OpenAISimulator(Simulator):
             await self.notify()
 
     async def _stream(
-        self, request: web.Request, completion: Completion, include_usage: bool
+        self,
+        request: web.Request,
+        completion: Completion,
+        include_usage: bool,
+        stall: tuple[int, float] | None = None,
     ) -> web.StreamResponse:
         response = web.StreamResponse(
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
@@ -503,7 +528,9 @@ class OpenAISimulator(Simulator):
         await response.prepare(request)
         delay = self.first_token_delay
         try:
-            for chunk in completion.chunks(include_usage):
+            for number, chunk in enumerate(completion.chunks(include_usage)):
+                if stall is not None and number == stall[0]:
+                    await asyncio.sleep(stall[1])
                 if delay:
                     await asyncio.sleep(delay)
                 await response.write(sse(chunk))

@@ -9,6 +9,7 @@ It holds no protocol: each provider's messages live in its own module.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import time
 from collections.abc import Callable
 from typing import Self
@@ -27,6 +28,9 @@ class TTSSimulator(ProviderSimulator[ConnT]):
         chunk_delay: seconds between audio chunks, so a test can interrupt
             a generation part-way (0 sends them back to back).
         on_event: called with one readable line per notable event.
+
+    Set ``stalled`` to make the voice accept text and send nothing back, as a
+    wedged provider does; new requests then hang until it is cleared.
     """
 
     def __init__(
@@ -43,6 +47,7 @@ class TTSSimulator(ProviderSimulator[ConnT]):
         self.first_audio_delay = first_audio_delay
         self.ms_per_char = ms_per_char
         self.chunk_delay = chunk_delay
+        self.stalled = False
         self.requests: list[SpeechRequest] = []
         # When the first audio of each (context id, text) went out: benchmarks
         # subtract the simulator's own time from what they measure.
@@ -58,6 +63,11 @@ class TTSSimulator(ProviderSimulator[ConnT]):
         if request.transcript:
             self.report(f"{request.voice_id} asked to say {request.transcript!r}")
         await self.notify()
+
+    async def hold_while_stalled(self) -> None:
+        """Wait for as long as the voice is stalled (at once when it is not)."""
+        while self.stalled:
+            await asyncio.sleep(0.05)
 
     def audio_started(self, context_id: str, text: str) -> None:
         """Note that the first audio for ``text`` in ``context_id`` is going out now."""

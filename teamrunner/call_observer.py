@@ -6,19 +6,23 @@ from the end of speech to the bot's first audio (pipecat's own
 ``UserBotLatencyObserver``, composed in rather than added beside, so the
 call's frames are handed to one observer queue, not two), each provider's
 time to first byte from pipecat's ``MetricsFrame``s, every provider error,
-and the bot's first words after a handoff.
+the bot's first words after a handoff, and (``VoiceWatch``) a voice that
+stops producing audio.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from openai import APITimeoutError
 from pipecat.frames.frames import ErrorFrame, LLMTextFrame, MetricsFrame, TTSAudioRawFrame
 from pipecat.metrics.metrics import TTFBMetricsData
 from pipecat.observers.base_observer import BaseObserver, FramePushed
 from pipecat.observers.user_bot_latency_observer import UserBotLatencyObserver
+from pipecat.utils.http import TIMEOUT_EXCEPTIONS
 
 from teamrunner.journal import CallJournal
+from teamrunner.voice_watch import VoiceWatch
 
 # A processor's name (``OpenAILLMService#0``) to its kind and provider (``LLM``, ``openai``).
 ProviderNames = Mapping[str, tuple[str, str]]
@@ -32,13 +36,22 @@ class CallObserver(BaseObserver):
         providers: What each provider service of the call is, by processor name.
         speaks: Whether the call's replies are spoken (then the bot's first
             words are its first audio; otherwise its first text).
+        voice: Watches the call's voice for stalls (None for a text session).
     """
 
-    def __init__(self, journal: CallJournal, providers: ProviderNames, *, speaks: bool) -> None:
+    def __init__(
+        self,
+        journal: CallJournal,
+        providers: ProviderNames,
+        *,
+        speaks: bool,
+        voice: VoiceWatch | None = None,
+    ) -> None:
         super().__init__(observe_every_push=False)
         self._journal = journal
         self._providers = providers
         self._words = TTSAudioRawFrame if speaks else LLMTextFrame
+        self._voice = voice
         self._latency = UserBotLatencyObserver()
 
         @self._latency.event_handler("on_latency_measured")
@@ -48,6 +61,8 @@ class CallObserver(BaseObserver):
     async def on_push_frame(self, data: FramePushed) -> None:
         await self._latency.on_push_frame(data)
         frame = data.frame
+        if self._voice is not None:
+            self._voice.saw(frame)
         if isinstance(frame, self._words):
             self._journal.bot_output()
         elif isinstance(frame, MetricsFrame):
@@ -58,4 +73,5 @@ class CallObserver(BaseObserver):
         elif isinstance(frame, ErrorFrame) and frame.processor is not None:
             known = self._providers.get(frame.processor.name)
             if known is not None:
-                self._journal.provider_error(*known, "error")
+                timed_out = isinstance(frame.exception, (*TIMEOUT_EXCEPTIONS, APITimeoutError))
+                self._journal.provider_error(*known, "timeout" if timed_out else "error")

@@ -56,7 +56,9 @@ class Settings:
         drain_secs: After SIGTERM, how long live calls may go on before they are ended.
         llm_timeout_secs: An LLM request with no first byte, or no further byte,
             for this long is abandoned.
-        llm_retries: How often an LLM request that got no first byte is sent again.
+        llm_retries: How often an LLM request that got no answer at all is sent again.
+        llm_fallback_line: What the caller hears, in the member's voice, when the
+            LLM fails or stalls.
         tts_timeout_secs: A voice that produces no audio for this long after
             being given text is reported as stalled.
         log_level: The least severe level logged (DEBUG, INFO, WARNING, ERROR).
@@ -81,6 +83,9 @@ class Settings:
     drain_secs: float = _env("RUNNER_DRAIN_SECS", 120.0, zero_ok=True)
     llm_timeout_secs: float = _env("RUNNER_LLM_TIMEOUT_SECS", 5.0)
     llm_retries: int = _env("RUNNER_LLM_RETRIES", 1, zero_ok=True)
+    llm_fallback_line: str = _env(
+        "RUNNER_LLM_FALLBACK_LINE", "Sorry, I had trouble with that. Could you say it again?"
+    )
     tts_timeout_secs: float = _env("RUNNER_TTS_TIMEOUT_SECS", 5.0)
     log_level: str = _env("RUNNER_LOG_LEVEL", "INFO")
     log_json: bool = _env("RUNNER_LOG_JSON", False)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from teamrunner.config import Settings
 from teamrunner.manager.client import ManagerClient
 from teamrunner.metrics import RunnerMetrics
-from teamrunner.providers.resources import SharedResources
+from teamrunner.providers.resources import OpenAIClients, SharedResources
 from teamrunner.redaction import Redactor
 
 
@@ -33,7 +33,9 @@ class Runtime:
         """A runtime for ``settings``, whose redactor already knows the environment's keys."""
         return cls(
             settings=settings,
-            shared=SharedResources(),
+            shared=SharedResources(
+                openai_clients=OpenAIClients(settings.llm_timeout_secs, settings.llm_retries)
+            ),
             manager=ManagerClient(settings),
             redactor=Redactor(settings.secrets()),
             metrics=RunnerMetrics(),

@@ -19,10 +19,22 @@ from teamrunner.speech_models import SpeechModels
 
 
 class OpenAIClients:
-    """One ``AsyncOpenAI`` client per endpoint and key, shared by every call."""
+    """One ``AsyncOpenAI`` client per endpoint and key, shared by every call.
 
-    def __init__(self) -> None:
+    Args:
+        stall_secs: A request that gets no first byte, or no further byte, for
+            this long is abandoned (httpx's read timeout is per read); pipecat
+            then reports it as an LLM completion timeout.
+        retries: How often the SDK sends a request again when it got no
+            answer at all. A stream that stalled after its first byte is never
+            sent again: the caller has heard part of it.
+    """
+
+    def __init__(self, stall_secs: float = 600.0, retries: int = 2) -> None:
         self._clients: dict[tuple[Any, ...], AsyncOpenAI] = {}
+        # One number: every phase (connect, each read, each write) gets that long.
+        self._timeout = stall_secs
+        self._retries = retries
 
     def get(
         self,
@@ -47,6 +59,8 @@ class OpenAIClients:
                 organization=organization,
                 project=project,
                 default_headers=default_headers,
+                timeout=self._timeout,
+                max_retries=self._retries,
                 http_client=DefaultAsyncHttpxClient(),
             )
             self._clients[key] = client
