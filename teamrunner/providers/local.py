@@ -2,11 +2,22 @@
 
 pipecat's ``WhisperSTTService`` and ``PiperTTSService`` load their model when
 constructed: about half a second and a few hundred megabytes per service.
-Here they run on the process's models (``SpeechModels``) instead, so a call
-or a team member costs no load. The subclasses replace only where the model
-comes from; transcription and synthesis are pipecat's code. The Piper
-subclass skips ``PiperTTSService.__init__`` (which loads, and would download a
-missing voice) and sets up what it sets up, as pinned pipecat 1.14.0 does it.
+Pinned pipecat 1.14.0 has no argument to hand either one a loaded model:
+Whisper's ``model`` is a name or path, and Piper's voice is a name looked up
+in (or downloaded to) ``download_dir``. So these services run on the process's
+models (``teamrunner.speech_models.SpeechModels``) through two small adapters,
+and a call or a team member costs no load:
+
+- ``SharedWhisperSTTService`` overrides ``WhisperSTTService._load``, the step
+  pipecat's constructor calls to load (and pipecat's MLX service overrides the
+  same way), taking the shared model and keeping pipecat's language check.
+- ``SharedPiperTTSService`` skips ``PiperTTSService.__init__`` (which loads, and
+  would download a missing voice) and sets up what it sets up.
+
+Transcription and synthesis are pipecat's code. ``tests/providers/test_speech_models.py``
+fails if pipecat changes under either adapter: the same attributes as
+pipecat's own service, the same transcript and the same PCM, and no model
+loaded by the adapter itself.
 """
 
 from __future__ import annotations
@@ -37,8 +48,11 @@ class SharedWhisperSTTService(WhisperSTTService):
         )
 
     def _load(self) -> None:
-        """Take the shared model instead of loading one."""
+        """Take the shared model instead of loading one, then check the language as pipecat does."""
         self._model = self._shared_model
+        unsupported = self._unsupported_language()
+        if unsupported:
+            raise ValueError(unsupported)
 
 
 class _SerializedVoice:
@@ -66,6 +80,7 @@ class SharedPiperTTSService(PiperTTSService):
     """pipecat's Piper TTS speaking with the process's loaded voice."""
 
     def __init__(self, *, voice: Any, lock: threading.Lock, **kwargs: Any) -> None:
+        # PiperTTSService.__init__ would load the voice: make the call it makes to its base.
         TTSService.__init__(
             self,
             push_start_frame=True,
@@ -73,4 +88,5 @@ class SharedPiperTTSService(PiperTTSService):
             settings=PiperTTSService.Settings(model=None, voice=PIPER_VOICE, language=None),
             **kwargs,
         )
-        self._voice = _SerializedVoice(voice, lock)
+        # pipecat types _voice as a PiperVoice; its run_tts uses only config and synthesize.
+        self._voice = _SerializedVoice(voice, lock)  # type: ignore[assignment]

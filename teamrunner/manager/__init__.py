@@ -1,0 +1,1 @@
+"""The wire to pipecat-manager: its two websockets, the RTVI events it reads, tools, notices."""
