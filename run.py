@@ -242,7 +242,7 @@ def _worker(
             audio_in_sample_rate=SAMPLE_RATE,
             audio_out_sample_rate=SAMPLE_RATE,
             # For the providers' time to first byte (runner_provider_ttfb_seconds).
-            enable_metrics=True,
+            enable_metrics=runtime.settings.provider_metrics,
             enable_usage_metrics=False,
         ),
         idle_timeout_secs=runtime.settings.session_idle_secs,

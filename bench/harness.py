@@ -67,9 +67,11 @@ class RunnerProcess:
         *,
         log_level: str = "ERROR",
         cores: set[int] | None = None,
+        root: Path = ROOT,
     ) -> None:
         self.port = free_port()
         self._cores = cores
+        self._root = root
         self._env = {
             **{
                 k: v
@@ -77,6 +79,9 @@ class RunnerProcess:
                 if not k.endswith(("_API_KEY", "_BASE_URL")) and k != "SSL_CERT_FILE"
             },
             **deployment_environment(),
+            # Calls still up when a benchmark ends need no drain.
+            "RUNNER_DRAIN_SECS": "1",
+            "RUNNER_MAX_CALLS": "1000",
             **environment,
             "RUNNER_HOST": "127.0.0.1",
             "RUNNER_PORT": str(self.port),
@@ -104,7 +109,7 @@ class RunnerProcess:
         self._process = await asyncio.create_subprocess_exec(
             sys.executable,
             "main.py",
-            cwd=ROOT,
+            cwd=self._root,
             env=self._env,
             stdout=asyncio.subprocess.DEVNULL,
             preexec_fn=in_child,

@@ -61,6 +61,9 @@ class Settings:
             LLM fails or stalls.
         tts_timeout_secs: A voice that produces no audio for this long after
             being given text is reported as stalled.
+        provider_metrics: Whether pipecat measures providers' time to first byte
+            (``runner_provider_ttfb_seconds``); each LLM and TTS request then
+            sends a few more frames down the pipeline.
         log_level: The least severe level logged (DEBUG, INFO, WARNING, ERROR).
         log_json: Whether logs are written as one flat JSON object per line.
         tracing: Whether pipecat's OpenTelemetry tracing is on.
@@ -87,6 +90,7 @@ class Settings:
         "RUNNER_LLM_FALLBACK_LINE", "Sorry, I had trouble with that. Could you say it again?"
     )
     tts_timeout_secs: float = _env("RUNNER_TTS_TIMEOUT_SECS", 5.0)
+    provider_metrics: bool = _env("RUNNER_PROVIDER_METRICS", True)
     log_level: str = _env("RUNNER_LOG_LEVEL", "INFO")
     log_json: bool = _env("RUNNER_LOG_JSON", False)
     tracing: bool = _env("RUNNER_TRACING", False)
