@@ -6,6 +6,12 @@
 #       -p 8000:8000 pipecat-team-runner
 #
 # Dependencies come from pyproject.toml only: there is no second list here.
+#
+# The image holds the runtime only: main.py, run.py, team_flow.py, routing/ and
+# teamrunner/. The simulators and the playground (the `teamrunner` command) are
+# not copied, nor in the build context (.dockerignore), so setuptools' package
+# discovery simply does not find them. tests/playground/test_docker_image.py
+# builds the wheel from exactly what the COPY lines below copy.
 FROM python:3.11-slim
 
 ARG EXTRAS=local
@@ -19,9 +25,9 @@ COPY pyproject.toml README.md ./
 COPY main.py run.py team_flow.py ./
 COPY routing ./routing
 COPY teamrunner ./teamrunner
-COPY simulators ./simulators
-COPY teams ./teams
+# The wheel's `teamrunner` command drives the playground, which the image leaves out.
 RUN pip install ".${EXTRAS:+[$EXTRAS]}" \
+    && rm -f /usr/local/bin/teamrunner \
     && useradd --system --uid 10001 runner
 
 USER runner

@@ -1,10 +1,13 @@
 """Running teams by hand on one machine: the ``teamrunner`` command and what it drives.
 
 The layer above the runner and the simulators. ``cli.py`` is the command
-(``teamrunner demo | call | check``), ``teamfile.py`` reads and checks team
-files, ``team_call.py`` runs one against the simulators with a scripted
-caller, ``transcript.py`` follows it from pipecat-manager's side of the wire,
-and ``server.py`` serves the runner's HTTP API inside the same event loop.
-Nothing in the runner imports this package, and the production image leaves
-it out together with the simulators.
+(``teamrunner demo | call | check``). Team files are read strictly by
+``teamfile.py`` (keys checked by ``schema.py``, lines found by
+``source.py``), checked by ``checks.py`` and drawn by ``graph.py``.
+``team_call.py`` runs one against the simulators with a scripted caller,
+``transcript.py`` follows it from pipecat-manager's side of the wire,
+``server.py`` serves the runner's HTTP API inside the same event loop, and
+``interrupt.py`` is what Ctrl-C does to a running call. Nothing in the
+runner imports this package, and the production image leaves it out
+together with the simulators.
 """

@@ -1,10 +1,12 @@
 """``teamrunner``: the demo, running any team file, and checking one.
 
-teamrunner demo                  # the embedded default, no keys, no network
+teamrunner demo [--say LINE ...] [--out DIR]   # the embedded default: no keys, no network
 teamrunner call TEAM.yaml [--say LINE ...] [--caller WAV] [--out DIR]
 teamrunner check TEAM.yaml       # findings and the member graph (Mermaid)
 
-(``python -m playground`` is the same command.)
+(``python -m playground`` is the same command.) Ctrl-C during a call hangs
+up and writes what was recorded, exiting with 130; a second Ctrl-C quits at
+once (``interrupt.py``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from playground.interrupt import EXIT_STATUS, quit_now
 
 if TYPE_CHECKING:
     from playground.teamfile import TeamFile
@@ -27,23 +31,41 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="teamrunner", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="run the demo team on the embedded default")
-    demo.add_argument("--out", type=Path, default=Path("out"), help="where to write the call")
     call = commands.add_parser("call", help="run a team file against the simulators")
     call.add_argument("team", type=Path)
-    call.add_argument("--say", action="append", help="a caller line (repeatable)")
     call.add_argument("--caller", type=Path, help="a WAV the caller plays first")
-    call.add_argument("--out", type=Path, default=Path("out"))
+    for command in (demo, call):
+        command.add_argument(
+            "--say", action="append", help="a caller line (repeatable; replaces the file's lines)"
+        )
+        command.add_argument(
+            "--out", type=Path, default=Path("out"), help="where to write the call (out)"
+        )
     check = commands.add_parser("check", help="check a team file and draw its member graph")
     check.add_argument("team", type=Path)
     args = parser.parse_args(argv)
-    # The transcript is the output; the runner's own log only speaks up for errors.
-    os.environ.setdefault("RUNNER_LOG_LEVEL", "ERROR")
+    _quiet_logs()
     if args.command == "check":
         return _check(args.team)
     team_path = DEMO_TEAM if args.command == "demo" else args.team
-    return asyncio.run(
-        _call(team_path, args.out, getattr(args, "say", None), getattr(args, "caller", None))
-    )
+    try:
+        status = asyncio.run(_call(team_path, args.out, args.say, getattr(args, "caller", None)))
+    except KeyboardInterrupt:  # Ctrl-C before the call's own handling was in place
+        status = EXIT_STATUS
+    if status == EXIT_STATUS:
+        quit_now(status)  # what was recorded is written: the user asked to leave
+    return status
+
+
+def _quiet_logs() -> None:
+    """The command's output is what it prints; the runner's own log only speaks up for errors."""
+    from loguru import logger
+
+    os.environ.setdefault("RUNNER_LOG_LEVEL", "ERROR")
+    logger.remove()  # before pipecat is imported, which logs its banner
+    from teamrunner.logs import not_expected
+
+    logger.add(sys.stderr, level=os.environ["RUNNER_LOG_LEVEL"], filter=not_expected)
 
 
 def _load(path: Path) -> TeamFile | None:
@@ -58,15 +80,16 @@ def _load(path: Path) -> TeamFile | None:
 
 
 def _check(path: Path) -> int:
-    from playground import teamfile
+    from playground.checks import check
+    from playground.graph import mermaid
 
     team = _load(path)
     if team is None:
         return 2
-    findings = teamfile.check(team)
+    findings = check(team)
     print(f"# {team.name or team.team.id}: {len(team.team.members)} members\n")
     print("```mermaid")
-    print(teamfile.mermaid(team))
+    print(mermaid(team))
     print("```\n")
     for error in findings.errors:
         print(f"error: {error}")
@@ -78,33 +101,36 @@ def _check(path: Path) -> int:
 
 
 async def _call(path: Path, out: Path, say: list[str] | None, caller: Path | None) -> int:
-    from loguru import logger
-
-    from playground import teamfile
+    from playground import checks
+    from playground.interrupt import Interrupt
     from playground.team_call import PlaygroundError, print_flush, run_team
-    from teamrunner.logs import not_expected
 
-    logger.remove()
-    logger.add(sys.stderr, level=os.environ["RUNNER_LOG_LEVEL"], filter=not_expected)
     team = _load(path)
     if team is None:
         return 2
-    findings = teamfile.check(team)
+    findings = checks.check(team)
     if not findings.ok:
         print("the team file has errors; see: teamrunner check " + str(path))
         for error in findings.errors:
             print(f"error: {error}", file=sys.stderr)
         return 1
     try:
-        report = await run_team(
-            team, say=say, caller_wav=caller, out_dir=out, name=path.stem, echo=print_flush
-        )
+        with Interrupt() as interrupt:
+            report = await run_team(
+                team,
+                say=say,
+                caller_wav=caller,
+                out_dir=out,
+                name=path.stem,
+                echo=print_flush,
+                hangup=interrupt.hangup,
+            )
     except PlaygroundError as e:
         print(e, file=sys.stderr)
         return 1
     print_flush(f"\nwrote {report.wav} (left: caller, right: what the caller heard)")
     print_flush(f"wrote {report.transcript}")
-    return 0
+    return EXIT_STATUS if report.interrupted else 0
 
 
 if __name__ == "__main__":

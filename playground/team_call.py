@@ -10,7 +10,9 @@ real. The LLM leg is always a simulator driven by the scripted
 
 While the call runs it prints the call's transcript (``transcript.py``); at
 the end it writes the call as a stereo WAV (left: caller, right: what the
-caller heard) and the transcript as JSON.
+caller heard) and the transcript as JSON. A call can be cut short (Ctrl-C,
+see ``interrupt.py``): the caller hangs up where the call is, and what was
+recorded until then is written all the same.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ import json
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -55,8 +58,13 @@ async def run_team(
     out_dir: Path | None = None,
     name: str = "call",
     echo: Callable[[str], None] = print,
+    hangup: asyncio.Event | None = None,
 ) -> CallReport:
     """Run ``team`` against the simulators with a scripted caller; see the module docstring.
+
+    Setting ``hangup`` ends the call where it is (the caller hangs up); the report
+    of what was recorded until then is still written and returned, marked
+    ``interrupted``.
 
     Raises:
         PlaygroundError: the team needs something the simulators cannot stand in for.
@@ -72,36 +80,74 @@ async def run_team(
             tools={function_name(n): ToolResult.ok(t.result) for n, t in team.tool_results.items()},
         )
         transcript = Transcript(call, team, echo)
-        async with RunnerServer(_settings(cloud)) as runner, httpx.AsyncClient(timeout=60) as http:
-            echo(
-                f"team {team.name or team.team.id!r}: {len(team.team.members)} members; "
-                "LLM: scripted keyword brain on the OpenAI simulator (not a model)"
-            )
-            started = time.monotonic()
-            response = await http.post(f"{runner.url}/run", json=run_request(team, call_id))
-            if response.status_code != 200:
-                raise PlaygroundError(f"the runner refused the call: {response.text}")
-            startup = time.monotonic() - started
-            transcript.note(f"call up in {startup:.2f} s (POST /run answered 200)")
-            follower = asyncio.get_running_loop().create_task(transcript.follow())
-            await _quiet(call)
-            if caller_wav is not None:
-                await _speak(cloud.manager, call, transcript, read_wav_16k_mono(caller_wav))
-            for text in lines:
-                await _speak(cloud.manager, call, transcript, speak(text))
-            await cloud.manager.hangup(call_id)
-            await asyncio.wait_for(follower, 10)
+        conversation = _converse(team, cloud, call, transcript, lines, caller_wav)
+        finished = await _unless_set(hangup or asyncio.Event(), conversation)
         report = CallReport(
             team=team.name or team.team.id,
             call_id=call_id,
             llm="scripted keyword brain (simulators/brain.py), not a model",
-            startup_secs=round(startup, 3),
+            startup_secs=transcript.startup_secs,
+            interrupted=not finished,
             lines=transcript.lines,
             latencies=[round(x, 3) for x in transcript.latencies],
         )
         if out_dir is not None:
             await asyncio.to_thread(_write, report, call, out_dir, name)
     return report
+
+
+async def _converse(
+    team: TeamFile,
+    cloud: Cloud,
+    call: CallRecord,
+    transcript: Transcript,
+    lines: list[str],
+    caller_wav: Path | None,
+) -> None:
+    """The call itself: the runner up, /run posted, the caller's turns, the hangup."""
+    echo = transcript.echo
+    async with RunnerServer(_settings(cloud)) as runner, httpx.AsyncClient(timeout=60) as http:
+        echo(
+            f"team {team.name or team.team.id!r}: {len(team.team.members)} members; "
+            "LLM: scripted keyword brain on the OpenAI simulator (not a model)"
+        )
+        started = time.monotonic()
+        response = await http.post(f"{runner.url}/run", json=run_request(team, call.call_id))
+        if response.status_code != 200:
+            raise PlaygroundError(f"the runner refused the call: {response.text}")
+        transcript.call_up(time.monotonic() - started)
+        follower = asyncio.get_running_loop().create_task(transcript.follow())
+        try:
+            await _quiet(call)
+            if caller_wav is not None:
+                await _speak(cloud.manager, call, transcript, read_wav_16k_mono(caller_wav))
+            for text in lines:
+                await _speak(cloud.manager, call, transcript, speak(text))
+        finally:
+            # Interrupted or not, the caller hangs up, as Go would end the call.
+            await cloud.manager.hangup(call.call_id)
+            await asyncio.wait_for(follower, 10)
+
+
+async def _unless_set(event: asyncio.Event, work: Coroutine[Any, Any, None]) -> bool:
+    """Run ``work`` to its end, or cancel it once ``event`` is set; whether it ended by itself.
+
+    Raises:
+        Whatever ``work`` raised.
+    """
+    task = asyncio.ensure_future(work)
+    waiter = asyncio.ensure_future(event.wait())
+    try:
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+        task.cancel()
+        # Waits for the cancelled work to unwind; raises only if we are cancelled ourselves.
+        await asyncio.wait({task})
+    if task.cancelled():
+        return False
+    task.result()
+    return True
 
 
 def _write(report: CallReport, call: CallRecord, out_dir: Path, name: str) -> None:

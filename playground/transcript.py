@@ -36,7 +36,9 @@ class CallReport:
     team: str
     call_id: str
     llm: str
-    startup_secs: float
+    startup_secs: float | None  # None: the call never came up
+    # Ended by the user (Ctrl-C) before the caller had said everything.
+    interrupted: bool = False
     lines: list[Line] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
     wav: str | None = None
@@ -51,7 +53,7 @@ class Transcript:
 
     def __init__(self, call: CallRecord, team: TeamFile, echo: Callable[[str], None]) -> None:
         self._call = call
-        self._echo = echo
+        self.echo = echo
         self._names = team.member_names()
         self._voices = {
             m.id: f"{m.ai.tts_type or team.call.tts_type} {m.ai.tts_voice_id or ''}".strip()
@@ -61,12 +63,18 @@ class Transcript:
         self.origin = time.monotonic()
         self.lines: list[Line] = []
         self.latencies: list[float] = []
+        self.startup_secs: float | None = None
         self._seen = 0
         self._text = ""
         self._awaiting_reply_since: float | None = None
 
     def note(self, text: str) -> None:
         self._add(Line(self._now(), "note", text))
+
+    def call_up(self, startup_secs: float) -> None:
+        """``POST /run`` answered 200 after ``startup_secs``."""
+        self.startup_secs = round(startup_secs, 3)
+        self.note(f"call up in {startup_secs:.2f} s (POST /run answered 200)")
 
     def caller_spoke(self, ended_at: float) -> None:
         """The caller finished a line: the next bot audio measures the wait."""
@@ -136,7 +144,7 @@ class Transcript:
 
     def _add(self, line: Line) -> None:
         self.lines.append(line)
-        self._echo(_format(line))
+        self.echo(_format(line))
 
     def _at(self, event: Any) -> float:
         return round(event.at - self.origin, 2)

@@ -284,10 +284,7 @@ async def test_a_start_that_cannot_reach_pipecat_manager_is_500_and_leaves_nothi
         assert response.status_code == 500
         answer = response.json()
         assert answer["problems"][0]["field"] == "output socket to pipecat-manager"
-        assert (
-            "could not connect to ws://127.0.0.1:9/{id}/ws?direction=output"
-            in (answer["error"])
-        )
+        assert "could not connect to ws://127.0.0.1:9/{id}/ws?direction=output" in (answer["error"])
         assert "PIPECATCALL_ADDRESS" in answer["error"]
         assert len(runner.sessions) == 0
         assert cloud.openai.requests == []
