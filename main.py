@@ -243,7 +243,8 @@ def _add_error_handlers(app: FastAPI) -> None:
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
         # FastAPI's own answers (a body it cannot parse, an unknown route or method).
         message = exc.detail if isinstance(exc.detail, str) else "the request was refused"
-        return _error(app, request, exc.status_code, message, headers=exc.headers)
+        headers = dict(exc.headers) if exc.headers else None
+        return _error(app, request, exc.status_code, message, headers=headers)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:

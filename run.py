@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from pipecat.adapters.llm.schemas.function_schema import FunctionSchema
 from pipecat.adapters.llm.schemas.tools_schema import ToolsSchema
@@ -150,7 +150,8 @@ def build_call(
     )
     parts = _Parts(plan, runtime, journal)
     slots = parts.team_slots() if plan.is_team else parts.single_slots()
-    context = LLMContext(messages=slots.history, tools=slots.tools)
+    # The history was made valid for every provider in the plan; pipecat types it per role.
+    context = LLMContext(messages=cast(Any, slots.history), tools=slots.tools)
     turn_params = user_params(plan.turn, runtime.shared.models, hears=plan.hears)
     aggregators = LLMContextAggregatorPair(context, user_params=turn_params)
     bridge = ToolBridge(plan.id, runtime.manager, slots.lookup_tool, journal)

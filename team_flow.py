@@ -26,7 +26,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from loguru import logger
-from pipecat.flows import FlowArgs, FlowManager, FlowsFunctionSchema, NodeConfig
+from pipecat.flows import (
+    FlowArgs,
+    FlowManager,
+    FlowsDirectFunction,
+    FlowsFunctionSchema,
+    NodeConfig,
+)
 from pipecat.frames.frames import Frame, LLMUpdateSettingsFrame, VADParamsUpdateFrame
 from pipecat.pipeline.worker import PipelineWorker
 from pipecat.services.settings import LLMSettings
@@ -122,7 +128,9 @@ class TeamFlow:
         await self._worker.queue_frame(frame)
 
     def _node(self, member: MemberPlan) -> NodeConfig:
-        functions = [self._tool_schema(t) for t in member.tools]
+        functions: list[FlowsFunctionSchema | FlowsDirectFunction] = [
+            self._tool_schema(t) for t in member.tools
+        ]
         functions += [self._transition_schema(member, t) for t in member.transitions]
         return NodeConfig(
             name=member.id,

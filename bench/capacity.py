@@ -136,11 +136,11 @@ async def run_call(
         heard_before = call.received_bot_secs()
         before, latency = await caller_turn(cloud, call, speech)
         result.voice_to_voice.append(latency)
-        await call.wait(
-            lambda c, h=heard_before: c.received_bot_secs() - h >= reply_secs * 0.95,
-            30,
-            "the whole reply",
-        )
+
+        def heard_whole_reply(c: CallRecord, h: float = heard_before) -> bool:
+            return c.received_bot_secs() - h >= reply_secs * 0.95
+
+        await call.wait(heard_whole_reply, 30, "the whole reply")
         result.worst_lateness = max(result.worst_lateness, lateness(call, before, time.monotonic()))
     await http.post(f"{runner.url}/stop", params={"id": call_id})
     await call.wait_closed(timeout=20)

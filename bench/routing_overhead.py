@@ -134,8 +134,8 @@ async def main(runs: int) -> None:
         ("caller", "caller audio frame (20 ms in)"),
         ("bot", "bot audio chunk (40 ms out)"),
     ):
-        single, team = median(results[(kind, False)]), median(results[(kind, True)])
-        rows.append((label, single * 1e6, team * 1e6, team / single))
+        single, teamed = median(results[(kind, False)]), median(results[(kind, True)])
+        rows.append((label, single * 1e6, teamed * 1e6, teamed / single))
     print(table(["per", "single AI µs CPU", "team of 3 µs CPU", "team / single"], rows))
     print(f"\nMedians of {runs} runs each; CPU is the runner process's user+system time.")
 

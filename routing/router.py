@@ -1,17 +1,28 @@
-"""What the three routers share: members mapped to deduplicated services, and switching.
+"""What the three routers share: members mapped to shared services, switching, a shortcut.
 
 Why pipecat's switchers: every wrapped service is set up, started, stopped and
 observed like any processor in a pipeline, and keeps its own queue; the Go
 side's previous runner replaced its services' ``push_frame`` by hand and lost
-all of that. Inactive services stay connected, so a switch costs no connect.
+all of that. Inactive services are set up and stay connected, so a switch
+costs no connect. A ``ServicePool`` builds one service per distinct setting,
+so members that sound or hear alike share one instance and one connection.
 
-Why a switch is a frame: ``set_active_member`` queues a
-``ManuallySwitchServiceFrame`` at the head of the pipeline. It travels behind
-everything already on its way: in particular, the TTS router switches only
-after the previous member's last words have reached the previous member's
-voice. The LLM router is the exception and switches at once (see
-``routing/llm.py``), before pipecat.flows queues the next member's prompt, so
-that prompt lands on the next member's LLM and not the previous one's.
+Why the STT and TTS routers switch by a frame: ``set_active_member`` queues a
+``ManuallySwitchServiceFrame`` at the head of the pipeline, where it queues
+behind every data and control frame already on its way down. On its way to
+the TTS router it also passes through the active LLM, behind whatever that LLM
+has still to say, so the voice changes only after the previous member's last
+words have reached the previous member's voice. Caller audio is not ordered
+with the switch: it is a system frame that enters at the input transport, so
+the STT router changes ears between two audio frames, when the switch frame
+gets there.
+
+Why the LLM router switches at once: see ``routing/llm.py``. Both ways go
+through ``RoutingStrategy``, pipecat's manual strategy with a method for the
+immediate case; which member is active is decided by ``team_flow.TeamFlow``.
+
+This module does not decide which member is active, build providers, or know
+about pipecat.flows.
 """
 
 from __future__ import annotations
@@ -20,14 +31,14 @@ from collections.abc import Callable, Hashable, Mapping
 from typing import Generic, TypeVar
 
 from pipecat.frames.frames import (
-    CancelFrame,
-    EndFrame,
+    BotSpeakingFrame,
     Frame,
+    InputAudioRawFrame,
+    LLMTextFrame,
     ManuallySwitchServiceFrame,
-    ServiceSwitcherFrame,
-    ServiceUpdateSettingsFrame,
-    StartFrame,
+    UserSpeakingFrame,
 )
+from pipecat.pipeline.service_switcher import ServiceSwitcher, ServiceSwitcherStrategyManual
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
 from teamrunner.errors import MemberSwitchError
@@ -54,6 +65,7 @@ class ServicePool(Generic[SpecT, ServiceT]):
         self._services: dict[Hashable, ServiceT] = {}
 
     def get(self, spec: SpecT) -> ServiceT:
+        """The service for ``spec``, built the first time its key is seen."""
         key = self._key(spec)
         if key not in self._services:
             self._services[key] = self._build(spec)
@@ -65,6 +77,7 @@ class ServicePool(Generic[SpecT, ServiceT]):
 
     @property
     def services(self) -> list[ServiceT]:
+        """Every service built so far, in the order they were first needed."""
         return list(self._services.values())
 
     def users(self, service: ServiceT, specs: Mapping[str, SpecT | None]) -> list[str]:
@@ -90,47 +103,98 @@ def ordered_services(
     return services
 
 
-class MemberRouting:
-    """Mixin for a ``ServiceSwitcher``: which service each member uses, and switching to it.
+class RoutingStrategy(ServiceSwitcherStrategyManual):
+    """pipecat's manual strategy, which can also switch at once.
+
+    A ``ManuallySwitchServiceFrame`` switches as with the manual strategy
+    (the STT and TTS routers). ``activate`` switches without waiting for a
+    frame to arrive (the LLM router).
+    """
+
+    async def activate(self, service: FrameProcessor) -> FrameProcessor | None:
+        """Make ``service`` the active service now.
+
+        Returns:
+            ``service``; or None, and nothing changes, if it is not one of the
+            switcher's services or can no longer be used.
+        """
+        return await self._set_active_if_available(service)
+
+
+# The shortcut: the frame types the routers hand straight to the active
+# service, because they are most of what a call carries and pipecat's
+# switcher does nothing with them but deliver them there. Counted over a
+# scripted team voice call (three members, one handoff):
+#
+#   InputAudioRawFrame  STT router, down   50 a second, the whole call
+#   UserSpeakingFrame   all three          about 5 a second while the caller speaks
+#   BotSpeakingFrame    all three, up      5 a second while the bot speaks
+#   LLMTextFrame        TTS router, down   one per token of every reply
+#
+# Every other type, rare and often special (lifecycle, switch, settings,
+# context, interruption), takes pipecat's whole way. Types match exactly: a
+# subclass (UserAudioRawFrame, VisionTextFrame) may mean something a later
+# pipecat handles, so it takes the whole way until it is listed here.
+#
+# Why the two ways deliver the same frames in the same order (pipecat 1.14):
+# pipecat's way queues a frame into every branch of the switcher, each a
+# Pipeline of PipelineSource → FunctionFilter → service → FunctionFilter →
+# PipelineSink. Pipeline, PipelineSource and FunctionFilter run in direct
+# mode, so that ends in the active service's ``queue_frame`` before the
+# switcher's ``process_frame`` returns; the filters of the inactive branches
+# drop it (only Start/End/Cancel pass them). The shortcut makes that same
+# ``queue_frame`` call, at the same point of the switcher's processing. Both
+# run the switcher's own ``FrameProcessor.process_frame`` (observers), and
+# whatever the service pushes out leaves through its branch either way. The
+# one difference: observers do not see the frame's hops inside the switcher
+# (source → filter → service). The parallel pipeline's pause around
+# Start/End/Cancel still holds: it pauses the switcher's own queues, which
+# come before either way.
+#
+# tests/routing/test_router_shortcut.py fails when pipecat changes any
+# function this relies on, and checks that both ways give the same frames out.
+SHORTCUT_FRAMES: frozenset[type[Frame]] = frozenset(
+    {InputAudioRawFrame, UserSpeakingFrame, BotSpeakingFrame, LLMTextFrame}
+)
+
+
+class MemberRouting(ServiceSwitcher[RoutingStrategy], Generic[ServiceT]):
+    """A ``ServiceSwitcher`` that knows which service each member uses, and switches to it.
 
     A member mapped to None has no service of this kind of its own and keeps
-    whichever one is in use when the call reaches it.
+    whichever one is in use when the call reaches it. Frames take pipecat's
+    way through the switcher, except the ``SHORTCUT_FRAMES``, which are
+    handed straight to the active service.
 
-    It also shortens the way of every frame the switcher has no special use
-    for. pipecat's switcher is a parallel pipeline: each frame is queued into
-    every branch, where a filter in front of each inactive service drops it.
-    Only the active service ever receives such a frame, so it is queued to that
-    service directly; what the service pushes out still leaves through its
-    branch. Lifecycle frames (which every service must see), switch frames and
-    settings updates (which the switcher handles) take pipecat's way. Measured
-    with ``bench/routing_overhead.py``: caller audio, 50 frames a second, is
-    most of what a call carries; see BENCHMARKS.md.
+    Args:
+        by_member: Member id to that member's service; members may share one.
+        start_member_id: The member whose service is active at the start.
     """
 
     kind = "service"
-    # Frames the switcher itself must handle: they go the whole way through it.
-    switcher_frames: tuple[type[Frame], ...] = (
-        StartFrame,
-        EndFrame,
-        CancelFrame,
-        ServiceSwitcherFrame,
-        ServiceUpdateSettingsFrame,
-    )
+
+    def __init__(self, by_member: Mapping[str, ServiceT | None], start_member_id: str) -> None:
+        super().__init__(
+            ordered_services(by_member, start_member_id), strategy_type=RoutingStrategy
+        )
+        self._by_member: dict[str, ServiceT | None] = dict(by_member)
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
-        if isinstance(frame, self.switcher_frames):
-            await super().process_frame(frame, direction)  # type: ignore[misc]
+        """pipecat's switcher, except for the ``SHORTCUT_FRAMES`` (see there)."""
+        if type(frame) not in SHORTCUT_FRAMES:
+            await super().process_frame(frame, direction)
             return
-        # What every processor does with a frame (observers, interruptions),
-        # without the parallel pipeline's fan-out to every branch.
-        await FrameProcessor.process_frame(self, frame, direction)  # type: ignore[arg-type]
-        await self.strategy.active_service.queue_frame(frame, direction)  # type: ignore[attr-defined]
+        # What the switcher's own process_frame does before fanning a frame
+        # out (tell observers), then the one delivery that survives the fan-out.
+        await FrameProcessor.process_frame(self, frame, direction)
+        await self.strategy.active_service.queue_frame(frame, direction)
 
-    def _init_members(self, by_member: Mapping[str, FrameProcessor | None]) -> None:
-        self._by_member = dict(by_member)
+    def service_for(self, member_id: str) -> ServiceT | None:
+        """The service ``member_id`` uses (None: it keeps the one in use).
 
-    def service_for(self, member_id: str) -> FrameProcessor | None:
-        """The service ``member_id`` uses (None: it keeps the one in use)."""
+        Raises:
+            MemberSwitchError: the router knows no such member.
+        """
         if member_id not in self._by_member:
             raise MemberSwitchError(f"the {self.kind} router knows no member {member_id!r}")
         return self._by_member[member_id]
@@ -142,7 +206,10 @@ class MemberRouting:
             raise MemberSwitchError(f"{self.kind} {service.name} can no longer be used")
 
     async def set_active_member(self, member_id: str) -> None:
-        """Make ``member_id``'s service the active one, in order with the frames in flight.
+        """Make ``member_id``'s service the active one, in order with the frames on their way.
+
+        Queues the switch at the head of the pipeline, even if the service
+        looks active already: a switch away from it may still be on its way.
 
         Raises:
             MemberSwitchError: the member is unknown or its service has failed.
@@ -154,4 +221,4 @@ class MemberRouting:
         frame = ManuallySwitchServiceFrame(service=service)
         # A barge-in must not drop a switch: the call would be split between members.
         frame.interruptible = False
-        await self.pipeline_worker.queue_frame(frame)  # type: ignore[attr-defined]
+        await self.pipeline_worker.queue_frame(frame)

@@ -1,20 +1,18 @@
-"""The team call's speech-to-text slot."""
+"""The team call's speech-to-text slot: the caller's audio reaches the active member's STT.
+
+A switch is a frame from the head of the pipeline (see ``routing/router.py``).
+Caller audio is not ordered with it: the STT changes between two audio frames,
+when the switch frame reaches this router.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from pipecat.pipeline.service_switcher import ServiceSwitcher
 from pipecat.services.stt_service import STTService
 
-from routing.router import MemberRouting, ordered_services
+from routing.router import MemberRouting
 
 
-class RoutingSTTService(MemberRouting, ServiceSwitcher):
+class RoutingSTTService(MemberRouting[STTService]):
     """Sends the caller's audio to the active member's STT only."""
 
     kind = "STT"
-
-    def __init__(self, by_member: Mapping[str, STTService | None], start_member_id: str) -> None:
-        ServiceSwitcher.__init__(self, ordered_services(by_member, start_member_id))
-        self._init_members(by_member)

@@ -1,20 +1,18 @@
-"""The team call's voice slot."""
+"""The team call's voice slot: replies are spoken in the active member's voice.
+
+A switch is a frame from the head of the pipeline that reaches this router
+behind the previous member's last words (see ``routing/router.py``), so those
+are still spoken in the previous member's voice.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from pipecat.pipeline.service_switcher import ServiceSwitcher
 from pipecat.services.tts_service import TTSService
 
-from routing.router import MemberRouting, ordered_services
+from routing.router import MemberRouting
 
 
-class RoutingTTSService(MemberRouting, ServiceSwitcher):
+class RoutingTTSService(MemberRouting[TTSService]):
     """Speaks the active member's replies in that member's voice."""
 
     kind = "TTS"
-
-    def __init__(self, by_member: Mapping[str, TTSService | None], start_member_id: str) -> None:
-        ServiceSwitcher.__init__(self, ordered_services(by_member, start_member_id))
-        self._init_members(by_member)

@@ -131,7 +131,7 @@ class Settings:
         for setting in fields(cls):
             name = setting.metadata.get("env")
             raw = env.get(name) if name else None
-            if raw is not None and raw != "":
+            if name and raw:
                 values[setting.name] = _parse(name, raw, setting.default, setting.metadata)
         if tracing.wanted(env):
             values.setdefault("tracing", True)

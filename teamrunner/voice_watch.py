@@ -15,7 +15,8 @@ on (the next reply asks the voice again).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from loguru import logger
 from pipecat.frames.frames import (
@@ -37,7 +38,7 @@ class VoiceWatch:
         on_stall: Called once per abandoned utterance.
     """
 
-    def __init__(self, timeout: float, on_stall: Callable[[], Awaitable[None]]) -> None:
+    def __init__(self, timeout: float, on_stall: Callable[[], Coroutine[Any, Any, None]]) -> None:
         self._timeout = timeout
         self._on_stall = on_stall
         self._pending_text = False  # text was given since the last utterance ended

@@ -83,15 +83,23 @@ class EarlyAudioInputTransport(WebsocketClientInputTransport):
 
 
 class _OutputSocket(WebsocketClientTransport):
+    """pipecat's client transport, building the unpaced output transport.
+
+    ``output()`` is the documented factory of a transport's output processor,
+    and pipecat's websocket client builds its own in it the same way.
+    """
+
     def output(self) -> UnpacedOutputTransport:
-        if not self._output:
+        if not isinstance(self._output, UnpacedOutputTransport):
             self._output = UnpacedOutputTransport(self, self._session, self._params)
         return self._output
 
 
 class _InputSocket(WebsocketClientTransport):
+    """pipecat's client transport, building the input transport that keeps early audio."""
+
     def input(self) -> EarlyAudioInputTransport:
-        if not self._input:
+        if not isinstance(self._input, EarlyAudioInputTransport):
             self._input = EarlyAudioInputTransport(self, self._session, self._params)
         return self._input
 

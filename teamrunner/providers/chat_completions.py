@@ -63,10 +63,12 @@ class DirectChatCompletions:
 
     async def create(self, **params: Any) -> ChatCompletion | AsyncStream[ChatCompletionChunk]:
         body, options = request_parts(params)
-        return await self._client.post(
+        # The SDK types options as its RequestOptions TypedDict; request_parts
+        # builds exactly those keys from create()'s own arguments.
+        return await self._client.post(  # type: ignore[call-overload,no-any-return]
             CHAT_COMPLETIONS_PATH,
             body=body,
-            options=options,  # type: ignore[arg-type]
+            options=options,
             cast_to=ChatCompletion,
             stream=bool(body.get("stream")),
             stream_cls=AsyncStream[ChatCompletionChunk],

@@ -7,7 +7,7 @@ endpoint were resolved before a factory runs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from teamrunner.providers.registry import Registry
 from teamrunner.providers.resources import SharedResources
@@ -16,7 +16,7 @@ from teamrunner.providers.specs import LLMSpec
 if TYPE_CHECKING:
     from pipecat.services.llm_service import LLMService
 
-LLM: Registry[LLMSpec, LLMService] = Registry("LLM")
+LLM: Registry[LLMSpec, LLMService[Any]] = Registry("LLM")
 
 XAI_DEFAULT_ENDPOINT = "https://api.x.ai/v1"
 
@@ -37,7 +37,7 @@ def split_model(value: str) -> tuple[str, str] | None:
 
 
 @LLM.register("openai", key_variable="OPENAI_API_KEY", endpoint_variable="OPENAI_BASE_URL")
-def openai_llm(spec: LLMSpec, shared: SharedResources) -> LLMService:
+def openai_llm(spec: LLMSpec, shared: SharedResources) -> LLMService[Any]:
     """OpenAI chat completions; any OpenAI-compatible server through ``OPENAI_BASE_URL``."""
     from teamrunner.providers.openai_compatible import PooledOpenAILLMService
 
@@ -50,7 +50,7 @@ def openai_llm(spec: LLMSpec, shared: SharedResources) -> LLMService:
 
 
 @LLM.register("grok", key_variable="XAI_API_KEY", endpoint_variable="XAI_BASE_URL")
-def grok_llm(spec: LLMSpec, shared: SharedResources) -> LLMService:
+def grok_llm(spec: LLMSpec, shared: SharedResources) -> LLMService[Any]:
     """xAI Grok, OpenAI-compatible, at ``XAI_DEFAULT_ENDPOINT`` unless ``XAI_BASE_URL``."""
     from teamrunner.providers.openai_compatible import PooledGrokLLMService
 
@@ -63,7 +63,7 @@ def grok_llm(spec: LLMSpec, shared: SharedResources) -> LLMService:
 
 
 @LLM.register("gemini", key_variable="GOOGLE_API_KEY")
-def gemini_llm(spec: LLMSpec, shared: SharedResources) -> LLMService:
+def gemini_llm(spec: LLMSpec, shared: SharedResources) -> LLMService[Any]:
     """Google Gemini through Google's own SDK."""
     from pipecat.services.google.llm import GoogleLLMService
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from wheel_build import ROOT, build_wheel, imported_from, install, run, wheel_files
 
 RUNTIME = ["main", "run", "team_flow", "routing", "teamrunner.contract", "teamrunner.sessions"]

@@ -15,6 +15,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
 from wheel_build import (
     ROOT,
     Installed,
