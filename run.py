@@ -2,15 +2,23 @@
 
 A single-AI call and a team call have the same shape::
 
-    [input socket → STT] → user context → LLM → [TTS] → output socket → assistant context
+    [input socket → STT] → user context → LLM → [TTS → heard words] → output socket
+        → [playout] → [idle] → assistant context
 
 A single-AI call puts its one LLM, STT and TTS in those slots; a team call
 puts the routers there (``routing/``), each over the members' deduplicated
 provider instances, and lets pipecat.flows (``team_flow.py``) drive which
 member is active. The bracketed parts exist only when the call has caller
-audio (``stt_type``) or spoken replies (``tts_type``). Everything about
-*what* to build was decided in :mod:`teamrunner.plan`; this module only
-assembles it, and ``teamrunner.session`` runs it.
+audio (``stt_type``) or spoken replies (``tts_type``), and ``heard words``
+(``teamrunner/heard.py``) is in every call that speaks. ``playout`` (when the
+caller hears the bot, ``teamrunner/playout.py``) is only in a call that says
+lines of its own, and ``idle`` (``teamrunner/idle.py``) only in one that asks
+for idle nudges. Lines the runner says itself (greetings, handoff lines,
+nudges, goodbyes) go through ``teamrunner.lines.Lines``, and a call that ends
+itself through ``teamrunner.ending.CallEnding``; a remote policy is asked for
+its first state in ``Call.begin`` (``teamrunner.policy_call.PolicyCall``).
+Everything about *what* to build was decided in :mod:`teamrunner.plan`; this
+module only assembles it, and ``teamrunner.session`` runs it.
 """
 
 from __future__ import annotations
@@ -46,19 +54,23 @@ from pipecat.services.settings import LLMSettings
 from pipecat.services.stt_service import STTService
 from pipecat.services.tts_service import TTSService
 
-from routing import RoutingLLMService, RoutingSTTService, RoutingTTSService, ServicePool
-from team_flow import Routers, TeamFlow
+from routing import RoutingLLMService, RoutingSTTService, RoutingTTSService
+from routing.services import ServiceBuilder
+from team_flow import TeamFlow
 from teamrunner.call_observer import CallObserver
 from teamrunner.caller_audio import CallerAudioStop
-from teamrunner.errors import StartError
+from teamrunner.ending import CallEnding
 from teamrunner.fallback import LLMFallback
+from teamrunner.heard import HeardWords
+from teamrunner.idle import IdleNudges
 from teamrunner.journal import CallJournal
+from teamrunner.lines import Lines
 from teamrunner.manager.events import ManagerEvents, rtvi_error
 from teamrunner.manager.tools import ToolBridge
 from teamrunner.manager.transport import SAMPLE_RATE, ManagerSockets, open_sockets
-from teamrunner.plan import CallPlan, MemberPlan, ToolPlan
-from teamrunner.providers import LLM, STT, TTS, LLMSpec, STTSpec, TTSSpec
-from teamrunner.providers.registry import Registry
+from teamrunner.plan import END_CALL_FUNCTION, CallPlan, MemberPlan, ToolPlan
+from teamrunner.playout import Playout
+from teamrunner.policy_call import PolicyCall
 from teamrunner.runtime import Runtime
 from teamrunner.turns import user_params
 from teamrunner.voice_watch import VoiceWatch
@@ -91,6 +103,9 @@ class Call:
         flow_manager: pipecat.flows' manager for a team call.
         voice: Watches the voice for stalls (None for a text session).
         system_instruction: A single AI's system prompt, from the history.
+        lines: Says the lines the runner says itself.
+        ending: Ends the call from inside, after a last line.
+        policy: The call's remote policy (None without one).
     """
 
     plan: CallPlan
@@ -98,30 +113,44 @@ class Call:
     sockets: ManagerSockets
     components: list[tuple[str, FrameProcessor]]
     context: LLMContext
+    lines: Lines
+    ending: CallEnding
     vad: VADAnalyzer | None = None
     flow: TeamFlow | None = None
     flow_manager: FlowManager | None = None
     voice: VoiceWatch | None = None
     system_instruction: str | None = None
     history: list[dict[str, Any]] = field(default_factory=list)
+    policy: PolicyCall | None = None
 
     @property
     def active_member(self) -> MemberPlan:
         return self.flow.active if self.flow is not None else self.plan.start_member
 
     async def begin(self) -> None:
-        """Queue what makes the first AI speak: its flow node, or a first LLM run."""
+        """Queue what makes the first AI speak: its flow node, its greeting, or a first LLM run.
+
+        Raises:
+            StartError: the remote policy gave no first state.
+        """
+        if self.policy is not None:
+            await self.policy.start()
         if self.flow_manager is not None and self.flow is not None:
             await self.flow.start(self.flow_manager)
             return
-        if self.system_instruction:
+        if self.policy is not None:
+            await self.worker.queue_frames(self.policy.model_frames())
+        elif self.system_instruction:
             await self.worker.queue_frame(
                 LLMUpdateSettingsFrame(
                     delta=LLMSettings(system_instruction=self.system_instruction)
                 )
             )
-        # With nothing to go on, the AI waits for the caller: providers refuse an empty context.
-        if self.system_instruction or self.history:
+        greeting = self.plan.start_member.greeting
+        if greeting:
+            # The greeting is the AI's first turn, said without asking the model.
+            await self.lines.say(greeting, remember=True)
+        elif _opens_with_llm(self.plan, self.system_instruction, self.history):
             await self.worker.queue_frame(LLMRunFrame())
 
     async def tell_manager_error(self, error: str, *, fatal: bool) -> None:
@@ -130,8 +159,20 @@ class Call:
     async def close(self) -> None:
         if self.voice is not None:
             self.voice.close()
+        await self.ending.close()
         if self.flow is not None:
             await self.flow.close()
+        if self.policy is not None:
+            await self.policy.close()
+
+
+def _opens_with_llm(plan: CallPlan, instruction: str | None, history: list[dict[str, Any]]) -> bool:
+    """Whether a single AI speaks first by asking its LLM.
+
+    With nothing to go on, the AI waits for the caller: providers refuse an
+    empty context. A remote policy always gives it a prompt.
+    """
+    return not plan.start_member.greeting and bool(instruction or history or plan.policy)
 
 
 def build_call(
@@ -148,11 +189,16 @@ def build_call(
     sockets = open_sockets(
         runtime.settings.manager_ws_url, plan.id, hears=plan.hears, redactor=runtime.redactor
     )
-    parts = _Parts(plan, runtime, journal)
-    slots = parts.team_slots() if plan.is_team else parts.single_slots()
+    lines = Lines(speaks=plan.speaks)
+    ending = CallEnding(lines, journal, voice_timeout_secs=runtime.settings.tts_timeout_secs)
+    policy = PolicyCall(plan, lines=lines, ending=ending, journal=journal) if plan.policy else None
+    filler = _SlotFiller(plan, runtime, journal, lines, ending, policy)
+    slots = filler.team() if plan.is_team else filler.single()
     # The history was made valid for every provider in the plan; pipecat types it per role.
     context = LLMContext(messages=cast(Any, slots.history), tools=slots.tools)
     turn_params = user_params(plan.turn, runtime.shared.models, hears=plan.hears)
+    if _can_end_itself(plan):
+        turn_params.user_mute_strategies.append(ending.mute)
     aggregators = LLMContextAggregatorPair(context, user_params=turn_params)
     bridge = ToolBridge(plan.id, runtime.manager, slots.lookup_tool, journal)
     for name in slots.tool_names:
@@ -163,32 +209,67 @@ def build_call(
     rtvi = RTVIProcessor()
     events = ManagerEvents(rtvi, sockets.output.output())
     voice = _voice_watch(runtime, journal, sockets) if plan.speaks else None
-    observer = CallObserver(journal, parts.providers, speaks=plan.speaks, voice=voice)
+    observer = CallObserver(journal, filler.services.providers, speaks=plan.speaks, voice=voice)
+    playout = Playout(speaks=plan.speaks) if _says_lines(plan) else None
+    idle = None
+    if plan.idle is not None:
+        opens = plan.is_team or _opens_with_llm(plan, slots.system_instruction, slots.history)
+        idle = IdleNudges(
+            plan.idle,
+            lines,
+            ending.hang_up,
+            playout=playout if plan.speaks else None,
+            waits_for_caller=not (opens or plan.start_member.greeting),
+        )
     processors = _processors(
         plan,
         sockets,
         slots,
         aggregators,
         rtvi,
-        parts.components,
+        filler.services.components,
         runtime.settings.llm_fallback_line,
+        [p for p in (playout, idle) if p is not None],
     )
     worker = _worker(plan, runtime, processors, [events, observer, *observers])
+    lines.attach(worker)
+    ending.attach(worker)
+    if policy is not None:
+        policy.attach(worker)
     call = Call(
         plan=plan,
         worker=worker,
         sockets=sockets,
-        components=parts.components,
+        components=filler.services.components,
         context=context,
+        lines=lines,
+        ending=ending,
         vad=turn_params.vad_analyzer,
         flow=slots.flow,
         voice=voice,
         system_instruction=slots.system_instruction,
         history=slots.history,
+        policy=policy,
     )
     if slots.flow is not None:
         call.flow_manager = slots.flow.flow_manager(worker, aggregators)
     return call
+
+
+def _says_lines(plan: CallPlan) -> bool:
+    """Whether the call says lines of its own (greeting, handoff line, nudge, goodbye, policy's)."""
+    members = plan.members.values()
+    return (
+        plan.idle is not None
+        or plan.policy is not None
+        or any(m.greeting or m.end_call for m in members)
+        or any(t.handoff_message for m in members for t in m.transitions)
+    )
+
+
+def _can_end_itself(plan: CallPlan) -> bool:
+    members = plan.members.values()
+    return plan.idle is not None or plan.policy is not None or any(m.end_call for m in members)
 
 
 def _voice_watch(runtime: Runtime, journal: CallJournal, sockets: ManagerSockets) -> VoiceWatch:
@@ -211,6 +292,7 @@ def _processors(
     rtvi: RTVIProcessor,
     components: list[tuple[str, FrameProcessor]],
     fallback_line: str,
+    after_output: list[FrameProcessor],
 ) -> list[FrameProcessor]:
     """The pipeline in order; each socket is put first among the components that must come up."""
     processors: list[FrameProcessor] = [rtvi]
@@ -224,8 +306,8 @@ def _processors(
         processors.append(LLMFallback(fallback_line))
     processors.append(slots.llm)
     if slots.tts is not None:
-        processors.append(slots.tts)
-    processors += [sockets.output.output(), aggregators.assistant()]
+        processors += [slots.tts, HeardWords()]
+    processors += [sockets.output.output(), *after_output, aggregators.assistant()]
     components.insert(0, ("output socket to pipecat-manager", sockets.output.output()))
     return processors
 
@@ -273,50 +355,29 @@ class _Slots:
     system_instruction: str | None = None
 
 
-class _Parts:
-    """Builds a call's provider services, naming each for start-up errors and its metrics.
+class _SlotFiller:
+    """Fills the pipeline's slots: the services, and what each AI's LLM is told and offered."""
 
-    Attributes:
-        components: Each service that must come up, with the name a failure is reported under.
-        providers: Each service's kind and provider, by processor name (for ``CallObserver``).
-    """
-
-    def __init__(self, plan: CallPlan, runtime: Runtime, journal: CallJournal) -> None:
+    def __init__(
+        self,
+        plan: CallPlan,
+        runtime: Runtime,
+        journal: CallJournal,
+        lines: Lines,
+        ending: CallEnding,
+        policy: PolicyCall | None,
+    ) -> None:
         self.plan = plan
         self.runtime = runtime
         self.journal = journal
-        self.components: list[tuple[str, FrameProcessor]] = []
-        self.providers: dict[str, tuple[str, str]] = {}
+        self.lines = lines
+        self.ending = ending
+        self.policy = policy
+        self.services = ServiceBuilder(plan, runtime.shared, runtime.settings.tts_timeout_secs)
 
-    def builder(self, registry: Registry[Any, Any]) -> Callable[[Any], Any]:
-        """A function building a service of ``registry`` for a spec."""
-
-        def build(spec: Any) -> Any:
-            provider = registry.get(spec.provider)
-            assert provider is not None, f"{spec.provider} was checked when the call was planned"
-            try:
-                service = provider.factory(spec, self.runtime.shared)
-            except Exception as e:
-                raise StartError(
-                    f"{registry.kind} {spec.describe()}",
-                    f"could not be created: {type(e).__name__}: {e}",
-                ) from e
-            self.providers[service.name] = (registry.kind, spec.provider)
-            return service
-
-        return build
-
-    def single_slots(self) -> _Slots:
+    def single(self) -> _Slots:
         member = self.plan.start_member
-        llm = self.builder(LLM)(member.llm)
-        self.components.append((f"LLM {member.llm.describe()}", llm))
-        stt = tts = None
-        if self.plan.hears and member.stt is not None:
-            stt = self.builder(STT)(member.stt)
-            self.components.append((f"STT {member.stt.describe()}", stt))
-        if self.plan.speaks and member.tts is not None:
-            tts = self.builder(TTS)(member.tts)
-            self.components.append((f"TTS {member.tts.describe()}", tts))
+        services = self.services.single(member)
         instruction, history = _split_system_prompt(self.plan.messages)
         advertised = [
             FunctionSchema(
@@ -324,10 +385,27 @@ class _Parts:
             )
             for t in member.tools
         ]
+        if member.end_call is not None:
+            advertised.append(
+                FunctionSchema(
+                    name=END_CALL_FUNCTION,
+                    description=member.end_call.description,
+                    properties={},
+                    required=[],
+                )
+            )
+            # Not cancelled by a barge-in: the caller is muted once the goodbye starts.
+            services.llm.register_function(
+                END_CALL_FUNCTION,
+                self.ending.function_handler(member.end_call),
+                cancel_on_interruption=False,
+            )
+        if self.policy is not None:
+            self.policy.serve_single_ai(instruction, advertised)
         return _Slots(
-            llm=llm,
-            stt=stt,
-            tts=tts,
+            llm=services.llm,
+            stt=services.stt,
+            tts=services.tts,
             history=history,
             tools=ToolsSchema(standard_tools=advertised) if advertised else NOT_GIVEN,
             tool_names={t.name for t in member.tools},
@@ -335,51 +413,31 @@ class _Parts:
             system_instruction=instruction,
         )
 
-    def team_slots(self) -> _Slots:
-        plan = self.plan
-        # One LLM per account: each member's model is set when it takes the call.
-        llm_specs = {m.id: m.llm for m in plan.members.values()}
-        llms: ServicePool[LLMSpec, LLMService] = ServicePool(
-            self.builder(LLM), key=lambda spec: spec.account
-        )
-        llm = RoutingLLMService(llms.for_members(llm_specs), plan.start_member_id)
-        self._name_pooled("LLM", llms, llm_specs)
-        stt = tts = None
-        if plan.hears:
-            stt_specs = {m.id: m.stt for m in plan.members.values()}
-            stts: ServicePool[STTSpec, STTService] = ServicePool(self.builder(STT))
-            stt = RoutingSTTService(stts.for_members(stt_specs), plan.start_member_id)
-            self._name_pooled("STT", stts, stt_specs)
-        if plan.speaks:
-            tts_specs = {m.id: m.tts for m in plan.members.values()}
-            ttss: ServicePool[TTSSpec, TTSService] = ServicePool(self.builder(TTS))
-            tts = RoutingTTSService(ttss.for_members(tts_specs), plan.start_member_id)
-            self._name_pooled("TTS", ttss, tts_specs)
+    def team(self) -> _Slots:
+        routers = self.services.routers()
         flow = TeamFlow(
-            plan, Routers(llm=llm, stt=stt, tts=tts), self.runtime.manager, self.journal
+            self.plan,
+            routers,
+            self.runtime.manager,
+            self.journal,
+            lines=self.lines,
+            ending=self.ending,
+            summary_timeout_secs=self.runtime.settings.llm_timeout_secs,
+            policy=self.policy,
         )
         # Member prompts come from the team; a system message in the history would
         # speak for whichever member wrote it to every member after.
-        history = [m for m in plan.messages if m.get("role") != "system"]
+        history = [m for m in self.plan.messages if m.get("role") != "system"]
         return _Slots(
-            llm=llm,
-            stt=stt,
-            tts=tts,
+            llm=routers.llm,
+            stt=routers.stt,
+            tts=routers.tts,
             history=history,
             tools=NOT_GIVEN,
             tool_names=flow.tool_names(),
             lookup_tool=flow.tool,
             flow=flow,
         )
-
-    def _name_pooled(self, kind: str, pool: ServicePool[Any, Any], specs: dict[str, Any]) -> None:
-        """Name each pooled service after what it is and the members it serves."""
-        names = {m.id: m.label for m in self.plan.members.values()}
-        for service in pool.services:
-            users = pool.users(service, specs)
-            described = sorted({specs[u].describe() for u in users})
-            label = f"{kind} {', '.join(described)} (members: {', '.join(names[u] for u in users)})"
-            self.components.append((label, service))
 
 
 def _split_system_prompt(messages: list[dict[str, Any]]) -> tuple[str | None, list[dict[str, Any]]]:

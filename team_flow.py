@@ -5,9 +5,32 @@ tools and its transitions. Calling a transition function runs
 ``TeamFlow.transfer``: the STT, LLM and TTS routers are switched to the next
 member (all three, or, if any cannot, none), pipecat-manager is told, and
 the next member's node is returned for pipecat.flows to enter, which gives
-the next member's LLM its prompt and tools and lets it speak at once. The
-context is kept whole (pipecat.flows' APPEND strategy), so the next member
-hears the conversation so far.
+the next member's LLM its prompt and tools and lets it speak at once.
+
+What a transition adds (``TransitionPlan``):
+
+* ``handoff_message``: queued in the current member's voice before the
+  routers switch, so it is said in that voice while the next member's LLM is
+  already answering (``lines.Lines``); the voice router hands over once it
+  has been said (``routing/tts.py``).
+* ``context``: what the next member's LLM sees (``carryover.py``). ``append``
+  keeps the conversation whole (pipecat.flows' APPEND strategy, the
+  default); ``reset`` uses flows' RESET strategy with the caller's last turn
+  as the node's one message; ``summary`` runs a flows pre-action that
+  replaces the conversation with a short summary before the node's LLM runs,
+  or leaves it whole, and says why in the log, if none comes in time.
+
+The start member's ``greeting`` is said before its node is entered, and the
+node waits for the caller instead of running its LLM (flows'
+``respond_immediately``). A member with ``end_call`` has that function in
+its node (``ending.CallEnding``).
+
+With a remote policy (``teamrunner.policy_call``), every member's node also
+carries the policy's current prompt (after the member's own) and tools, and
+is built afresh each time it is entered; a policy transition whose
+``node_id`` is a member's id hands the call over through ``hand_over``,
+exactly as a transition function does (the policy's ``say`` is its handoff
+line, and pipecat-manager is told under the policy tool's name).
 
 ``TeamFlow.active`` is the one place that says which member has the call.
 
@@ -22,42 +45,43 @@ nothing here needs.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from loguru import logger
 from pipecat.flows import (
+    ActionConfig,
+    ContextStrategy,
+    ContextStrategyConfig,
     FlowArgs,
     FlowManager,
     FlowsDirectFunction,
     FlowsFunctionSchema,
     NodeConfig,
 )
-from pipecat.frames.frames import Frame, LLMUpdateSettingsFrame, VADParamsUpdateFrame
+from pipecat.frames.frames import (
+    Frame,
+    LLMMessagesUpdateFrame,
+    LLMUpdateSettingsFrame,
+    VADParamsUpdateFrame,
+)
 from pipecat.pipeline.worker import PipelineWorker
 from pipecat.services.settings import LLMSettings
 
-from routing import RoutingLLMService, RoutingSTTService, RoutingTTSService
-from routing.router import MemberRouting
+from routing.services import Routers
+from teamrunner.carryover import SummaryError, caller_last_turn, summary_message
+from teamrunner.contract import ContextMode
+from teamrunner.ending import CallEnding
 from teamrunner.errors import MemberSwitchError
 from teamrunner.journal import CallJournal
+from teamrunner.lines import Lines
 from teamrunner.manager.client import ManagerClient
 from teamrunner.plan import CallPlan, MemberPlan, ToolPlan, TransitionPlan, placeholders
+from teamrunner.policy_call import PolicyCall
 from teamrunner.tracing import handoff_span
 from teamrunner.turns import vad_params
 
-
-@dataclass
-class Routers:
-    """The three routers of a team call; STT and TTS are None when the call has no audio."""
-
-    llm: RoutingLLMService
-    stt: RoutingSTTService | None = None
-    tts: RoutingTTSService | None = None
-
-    @property
-    def all(self) -> list[MemberRouting]:
-        return [r for r in (self.stt, self.llm, self.tts) if r is not None]
+# The flows pre-action that puts a summary in place of the conversation.
+SUMMARIZE_ACTION = "summarize_context"
 
 
 class TeamFlow:
@@ -68,22 +92,42 @@ class TeamFlow:
         routers: The call's routers.
         manager: Where member switches are reported.
         journal: The call's journal, told of each handoff.
+        lines: Says greetings and handoff lines.
+        ending: Ends the call for a member's ``end_call``.
+        summary_timeout_secs: How long a ``summary`` handoff waits for its summary.
+        policy: The call's remote policy, if it has one.
     """
 
     def __init__(
-        self, plan: CallPlan, routers: Routers, manager: ManagerClient, journal: CallJournal
+        self,
+        plan: CallPlan,
+        routers: Routers,
+        manager: ManagerClient,
+        journal: CallJournal,
+        *,
+        lines: Lines,
+        ending: CallEnding,
+        summary_timeout_secs: float,
+        policy: PolicyCall | None = None,
     ) -> None:
         self._plan = plan
         self._routers = routers
         self._manager = manager
         self._journal = journal
+        self._lines = lines
+        self._ending = ending
+        self._summary_timeout = summary_timeout_secs
         self.active: MemberPlan = plan.start_member
         self._models: dict[object, str] = {}
         self._worker: PipelineWorker | None = None
+        self._flow_manager: FlowManager | None = None
         self._notifications: set[asyncio.Task[bool]] = set()
         self.nodes: dict[str, NodeConfig] = {
             member.id: self._node(member) for member in plan.members.values()
         }
+        self._policy = policy
+        if policy is not None:
+            policy.serve_team(self)
 
     def tool(self, name: str) -> ToolPlan | None:
         """The active member's tool called ``name`` (what the LLM may run now)."""
@@ -94,18 +138,41 @@ class TeamFlow:
         return {t.name for m in self._plan.members.values() for t in m.tools}
 
     def flow_manager(self, worker: PipelineWorker, context_aggregator: Any) -> FlowManager:
-        return FlowManager(
+        manager = FlowManager(
             llm=self._routers.llm, context_aggregator=context_aggregator, worker=worker
+        )
+        manager.register_action(SUMMARIZE_ACTION, self._summarize)
+        self._flow_manager = manager
+        return manager
+
+    def node(self, member: MemberPlan) -> NodeConfig:
+        """``member``'s node as it is entered now: with a remote policy, under its current state."""
+        node = self.nodes[member.id]
+        if self._policy is None:
+            return node
+        prompt = self._policy.prompt(self._own_prompt(member))
+        return NodeConfig(
+            **{
+                **node,
+                "role_message": placeholders.escape_for_flows(prompt),
+                "functions": [*node["functions"], *self._policy.flows_functions()],
+            }  # type: ignore[typeddict-item]
         )
 
     @property
     def start_node(self) -> NodeConfig:
-        return self.nodes[self._plan.start_member_id]
+        node = self.node(self.active)
+        if self.active.greeting:
+            # The greeting is the member's first turn: its LLM waits for the caller.
+            return NodeConfig(**{**node, "respond_immediately": False})  # type: ignore[typeddict-item]
+        return node
 
     async def start(self, flow_manager: FlowManager) -> None:
-        """Give the start member the call: its model, then its node (prompt, functions)."""
+        """Give the start member the call: its model, its greeting, then its node."""
         self._worker = flow_manager.worker
         await self._set_model(self.active)
+        if self.active.greeting:
+            await self._lines.say(self.active.greeting, remember=True)
         await flow_manager.initialize(self.start_node)
 
     async def _set_model(self, member: MemberPlan) -> None:
@@ -132,12 +199,18 @@ class TeamFlow:
             self._tool_schema(t) for t in member.tools
         ]
         functions += [self._transition_schema(member, t) for t in member.transitions]
+        if member.end_call is not None:
+            functions.append(self._ending.flows_function(member.end_call))
         return NodeConfig(
             name=member.id,
-            role_message=placeholders.escape_for_flows(member.prompt or f"You are {member.name}."),
+            role_message=placeholders.escape_for_flows(self._own_prompt(member)),
             task_messages=[],
             functions=functions,
         )
+
+    @staticmethod
+    def _own_prompt(member: MemberPlan) -> str:
+        return member.prompt or f"You are {member.name}."
 
     def _tool_schema(self, tool: ToolPlan) -> FlowsFunctionSchema:
         """A Go tool, as this member's node advertises it.
@@ -174,6 +247,19 @@ class TeamFlow:
             cancel_on_interruption=True,
         )
 
+    async def hand_over(
+        self, member_id: str, function_name: str, line: str | None
+    ) -> tuple[dict[str, Any], NodeConfig | None]:
+        """Hand the call to ``member_id`` for a remote policy's transition (``PolicyCall``)."""
+        transition = TransitionPlan(
+            name=function_name,
+            wire_name=function_name,
+            description="",
+            next_member_id=member_id,
+            handoff_message=line,
+        )
+        return await self.transfer(transition)
+
     async def transfer(
         self, transition: TransitionPlan
     ) -> tuple[dict[str, Any], NodeConfig | None]:
@@ -186,6 +272,10 @@ class TeamFlow:
         target = self._plan.members[transition.next_member_id]
         with handoff_span(self._plan.id, transition.wire_name, previous.id, target.id) as span:
             try:
+                self._check_routers(target.id)
+                if transition.handoff_message:
+                    # Ahead of the switch, so it is said in the current member's voice.
+                    await self._lines.say(transition.handoff_message, remember=False)
                 await self._switch_routers(target.id)
             except MemberSwitchError as e:
                 logger.warning(f"{transition.name}: staying with {previous.label}: {e}")
@@ -201,21 +291,67 @@ class TeamFlow:
         self._journal.handoff(previous, target)
         logger.info(f"{transition.name}: {previous.label} -> {target.label}")
         self._notify(previous, target, transition.wire_name)
-        return {"status": "transferred", "to": target.name}, self.nodes[target.id]
+        return {"status": "transferred", "to": target.name}, self._arrival(target, transition)
 
-    async def _switch_routers(self, to_id: str) -> None:
-        """Switch every router to ``to_id``, or none of them.
+    def _check_routers(self, to_id: str) -> None:
+        """Raise ``MemberSwitchError`` unless every router can switch to ``to_id``.
 
         Every router is asked first whether it can switch; only if all can does
-        any switch. Checking and switching run without yielding to the event
-        loop, so no service can fail in between, and a refused transfer leaves
-        nothing to put back: no switch frame is ever queued that a later one
-        would have to undo while the LLM's error result is on its way.
+        any switch. Checking, queueing the handoff line and switching run
+        without yielding to the event loop, so no service can fail in between,
+        and a refused transfer leaves nothing to put back: no switch frame is
+        ever queued that a later one would have to undo while the LLM's error
+        result is on its way.
         """
         for router in self._routers.all:
             router.check_member(to_id)
+
+    async def _switch_routers(self, to_id: str) -> None:
+        """Switch every router to ``to_id`` (all were checked by ``_check_routers``)."""
         for router in self._routers.all:
             await router.set_active_member(to_id)
+
+    def _arrival(self, target: MemberPlan, transition: TransitionPlan) -> NodeConfig:
+        """``target``'s node as this transition enters it, with its ``context`` mode."""
+        node = self.node(target)
+        if transition.context is ContextMode.RESET:
+            assert self._flow_manager is not None, "the flow has not been started"
+            turn = caller_last_turn(self._flow_manager.get_current_context())
+            for message in turn:  # flows renders placeholders in task messages
+                message["content"] = placeholders.escape_for_flows(str(message["content"]))
+            return NodeConfig(
+                **{
+                    **node,
+                    "task_messages": turn,
+                    "context_strategy": ContextStrategyConfig(strategy=ContextStrategy.RESET),
+                }  # type: ignore[typeddict-item]
+            )
+        if transition.context is ContextMode.SUMMARY:
+            action = cast(ActionConfig, {"type": SUMMARIZE_ACTION, "member": target.id})
+            return NodeConfig(**{**node, "pre_actions": [action]})  # type: ignore[typeddict-item]
+        return node
+
+    async def _summarize(self, action: dict[str, Any], flow_manager: FlowManager) -> None:
+        """The pre-action of a ``summary`` handoff: a summary in place of the conversation.
+
+        flows waits for it before it gives the node's LLM its prompt and runs
+        it, so that first request already sees the summary.
+        """
+        member = self._plan.members[action["member"]]
+        llm = self._routers.llm.service_for(member.id)
+        assert llm is not None, "every member has an LLM"
+        try:
+            message = await summary_message(
+                llm, flow_manager.get_current_context(), self._summary_timeout
+            )
+        except SummaryError as e:
+            logger.warning(
+                f"no summary for {member.label} ({e}); it gets the whole conversation instead"
+            )
+            return
+        frame = LLMMessagesUpdateFrame(messages=[cast(Any, message)])
+        frame.interruptible = False
+        await self._queue(frame)
 
     async def _apply_turn_settings(self, previous: MemberPlan, target: MemberPlan) -> None:
         """Give the VAD the next member's parameters when they differ from the current ones."""

@@ -15,7 +15,16 @@ the team's start member, with the turn settings used (Silero VAD, the fixed
 end-of-turn rule: the VAD's 0.2 s stop plus 0.6 s; Deepgram simulator
 transcripts at once).
 
-    python -m bench.handoff [--handoffs 60] [--turns 12]
+And the handoff line's dead air: each transition carries a ``handoff_message``,
+one handoff at a time (the caller asks for it by ``send-text``, once the
+previous one has been heard), and the gap the caller hears between the end of
+the line's playout and the next member's first audio, on the media server's
+timeline as the pipecat-manager simulator plays it (0 when the next member's
+audio arrived before the line was over). Measured with the simulators as they
+are, and with provider-like latency (the LLM's first token after 300 ms, the
+voice's first audio after 150 ms).
+
+    python -m bench.handoff [--handoffs 60] [--turns 12] [--lines 30]
 """
 
 from __future__ import annotations
@@ -23,6 +32,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -181,6 +192,90 @@ async def voice_to_voice(
     return latencies
 
 
+HANDOFF_LINE = "One moment please, I am handing you over to my colleague."
+
+
+class OnRequest:
+    """Both LLMs' responder for the handoff-line call: hand over when asked, else say hello."""
+
+    def __call__(self, request: ChatRequest) -> Reply:
+        me = "a" if "to_b" in request.tool_names else "b"
+        if request.user_text == "hand over" and request.messages[-1].get("role") == "user":
+            return Reply.call(f"to_{'b' if me == 'a' else 'a'}")
+        return Reply.say(f"{me.upper()} here, how can I help you?")
+
+
+def line_team(call_id: str) -> dict[str, Any]:
+    body = ping_pong_team(call_id, voice=True)
+    for member in body["resolved_team"]["members"]:
+        member["ai"]["stt_type"] = "deepgram"
+        member["transitions"][0]["handoff_message"] = HANDOFF_LINE
+    body["stt_type"] = "deepgram"
+    return body
+
+
+async def handoff_line_gaps(
+    cloud: Cloud, runner: RunnerProcess, http: httpx.AsyncClient, count: int
+) -> list[float]:
+    """The silence the caller hears between each handoff line and the next member's voice."""
+    call_id = f"handoff-lines-{id(cloud)}"
+    call = cloud.manager.expect_call(call_id, caller=Caller(Caller.silence(0.5)))
+    response = await http.post(f"{runner.url}/run", json=line_team(call_id))
+    if response.status_code != 200:
+        raise RuntimeError(f"/run failed: {response.text}")
+    await call.wait_bot_audio(min_secs=0.1, timeout=20)
+    gaps = []
+    for number in range(count):
+        await _heard_everything(call)
+        asked_at = time.monotonic()
+        await cloud.manager.send_text(call_id, "hand over")
+        await call.wait_member_switches(number + 1, timeout=20)
+        line_voice, next_voice = ("a", "b") if number % 2 == 0 else ("b", "a")
+        await call.wait(_voice_since(asked_at, f"voice-{next_voice}"), 20, "the next voice")
+        await _heard_everything(call)
+        gaps.append(_gap_after_line(call, asked_at, line_voice))
+    await http.post(f"{runner.url}/stop", params={"id": call_id})
+    await call.wait_closed(timeout=10)
+    return gaps
+
+
+def _voice_since(since: float, voice: str) -> Callable[[CallRecord], bool]:
+    """Whether audio in ``voice`` has arrived since ``since``."""
+
+    def arrived(call: CallRecord) -> bool:
+        return any(
+            chunk.at > since and VOICES.identify_voice(chunk.pcm, 16000, [voice]) == voice
+            for chunk in call.audio_chunks()[-3:]
+        )
+
+    return arrived
+
+
+async def _heard_everything(call: CallRecord) -> None:
+    """Wait until the media server has played all the bot audio it was sent, and a bit more."""
+    while True:
+        played = call.heard_bot_audio()
+        end = max((start + len(pcm) / 32000 for start, pcm in played), default=0.0)
+        if time.monotonic() > end + 0.3:
+            return
+        await asyncio.sleep(end + 0.3 - time.monotonic())
+
+
+def _gap_after_line(call: CallRecord, since: float, line_voice: str) -> float:
+    """From the end of the line (``voice-<line_voice>``) to the next member's first audio."""
+    voices = [f"voice-{line_voice}", f"voice-{'b' if line_voice == 'a' else 'a'}"]
+    line_end: float | None = None
+    for start, pcm in call.heard_bot_audio():
+        if start < since:
+            continue
+        voice = VOICES.identify_voice(pcm, 16000, voices)
+        if voice == voices[0]:
+            line_end = start + len(pcm) / 32000
+        elif voice == voices[1] and line_end is not None:
+            return max(0.0, start - line_end)
+    raise RuntimeError("the handoff line or the next member's answer was not heard")
+
+
 async def _requests(cloud: Cloud, count: int, timeout: float = 120.0) -> None:
     """Wait until the two LLM simulators have received ``count`` requests between them."""
     deadline = asyncio.get_running_loop().time() + timeout
@@ -200,7 +295,7 @@ def row(measure: str, values: list[float]) -> tuple[str, int, float, float, floa
     return (measure, len(values), ms(values, 50), ms(values, 95), ms(values, 100))
 
 
-async def main(handoffs: int, turns: int) -> None:
+async def main(handoffs: int, turns: int, lines: int) -> None:
     banner("Handoff latency")
     runner_cores, _ = split_cores()
     handoff: dict[bool, list[float]] = {}
@@ -216,11 +311,27 @@ async def main(handoffs: int, turns: int) -> None:
         async with runner, httpx.AsyncClient(timeout=60) as http:
             single = await voice_to_voice(cloud, runner, http, team=False, turns=turns)
             team = await voice_to_voice(cloud, runner, http, team=True, turns=turns)
+    gaps: dict[str, list[float]] = {}
+    for label, llm_delay, voice_delay in (
+        ("simulators as they are", 0.0, 0.0),
+        ("LLM first token 300 ms, voice first audio 150 ms", 0.3, 0.15),
+    ):
+        async with Cloud(voices=VOICES, ms_per_char=20, responder=OnRequest()) as cloud:
+            for llm in (cloud.openai, cloud.grok):
+                llm.first_token_delay = llm_delay
+            cloud.cartesia.first_audio_delay = voice_delay
+            runner = RunnerProcess(cloud.environment(), cores=runner_cores)
+            async with runner, httpx.AsyncClient(timeout=60) as http:
+                gaps[label] = await handoff_line_gaps(cloud, runner, http, lines)
     rows = [
         row("text handoff: transition call to next LLM request", handoff[False]),
         row("voice handoff: transition call to next voice, runner's share", handoff[True]),
         row("voice-to-voice, single AI", single),
         row("voice-to-voice, team start member", team),
+    ]
+    rows += [
+        row(f"handoff line: end of its playout to the next voice ({label})", values)
+        for label, values in gaps.items()
     ]
     print(table(["measure", "n", "p50 ms", "p95 ms", "max ms"], rows))
     print(
@@ -233,5 +344,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--handoffs", type=int, default=60)
     parser.add_argument("--turns", type=int, default=12)
+    parser.add_argument("--lines", type=int, default=30, help="handoffs with a handoff line")
     args = parser.parse_args()
-    asyncio.run(main(args.handoffs, args.turns))
+    asyncio.run(main(args.handoffs, args.turns, args.lines))

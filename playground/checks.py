@@ -7,7 +7,9 @@ becomes. The runner names fields by their path in that request
 back to the file's own keys (``team.members[1] (billing).ai.tts_type``,
 ``call.stt_language``) and line. Warnings are about the graph, and would not
 stop a call but probably are mistakes: members no transition reaches, and
-members that cannot hand the caller on.
+members that cannot hand the caller on. A team with a ``remote_policy`` gets
+neither: its policy can hand the caller to any member, by the member's id,
+whatever the transitions say.
 """
 
 from __future__ import annotations
@@ -49,15 +51,16 @@ def check(team_file: TeamFile) -> Findings:
     members = team_file.team.members
     known = {m.id for m in members}
     reachable = _reachable(team_file)
+    steered = team_file.remote_policy is not None
     for index, member in enumerate(members):
         if team_file.member_index(member.id) != index:
             continue  # a second member of an id: the runner refuses it, an error says so
         at = source.at(("team", "members", index))
         label = f"{at + ': ' if at else ''}member {member.name or member.id!r}"
-        if member.id not in reachable:
+        if member.id not in reachable and not steered:
             findings.warnings.append(f"{label} is unreachable: no transition leads to it")
         targets = [t.next_member_id for t in member.transitions if t.next_member_id in known]
-        if not targets:
+        if not targets and not steered:
             findings.warnings.append(
                 f"{label} is a dead end: it has no transition, so the call stays with it"
             )

@@ -1,6 +1,7 @@
 """``teamrunner``: the demo, running any team file, and checking one.
 
 teamrunner demo [--say LINE ...] [--out DIR]   # the embedded default: no keys, no network
+teamrunner demo --policy [...]   # a receptionist driven by the example remote policy service
 teamrunner call TEAM.yaml [--say LINE ...] [--caller WAV] [--out DIR]
 teamrunner check TEAM.yaml       # findings and the member graph (Mermaid)
 
@@ -23,14 +24,22 @@ from playground.interrupt import EXIT_STATUS, quit_now
 if TYPE_CHECKING:
     from playground.teamfile import TeamFile
 
-# The demo's team ships inside the package, so an installed command finds it.
+# The demo's teams ship inside the package, so an installed command finds them.
 DEMO_TEAM = Path(__file__).resolve().parent / "teams" / "demo.yaml"
+# The team of ``demo --policy``, whose conversation the example policy service drives.
+POLICY_TEAM = Path(__file__).resolve().parent / "teams" / "receptionist.yaml"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="teamrunner", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="run the demo team on the embedded default")
+    demo.add_argument(
+        "--policy",
+        action="store_true",
+        help="run the receptionist team, driven by the example remote policy service "
+        "(examples/receptionist_policy.py, started for the call)",
+    )
     call = commands.add_parser("call", help="run a team file against the simulators")
     call.add_argument("team", type=Path)
     call.add_argument("--caller", type=Path, help="a WAV the caller plays first")
@@ -47,9 +56,13 @@ def main(argv: list[str] | None = None) -> int:
     _quiet_logs()
     if args.command == "check":
         return _check(args.team)
-    team_path = DEMO_TEAM if args.command == "demo" else args.team
+    example_policy = args.command == "demo" and args.policy
+    demo_team = POLICY_TEAM if example_policy else DEMO_TEAM
+    team_path = args.team if args.command == "call" else demo_team
     try:
-        status = asyncio.run(_call(team_path, args.out, args.say, getattr(args, "caller", None)))
+        status = asyncio.run(
+            _call(team_path, args.out, args.say, getattr(args, "caller", None), example_policy)
+        )
     except KeyboardInterrupt:  # Ctrl-C before the call's own handling was in place
         status = EXIT_STATUS
     if status == EXIT_STATUS:
@@ -100,7 +113,9 @@ def _check(path: Path) -> int:
     return 0 if findings.ok else 1
 
 
-async def _call(path: Path, out: Path, say: list[str] | None, caller: Path | None) -> int:
+async def _call(
+    path: Path, out: Path, say: list[str] | None, caller: Path | None, example_policy: bool
+) -> int:
     from playground import checks
     from playground.interrupt import Interrupt
     from playground.team_call import PlaygroundError, print_flush, run_team
@@ -124,6 +139,7 @@ async def _call(path: Path, out: Path, say: list[str] | None, caller: Path | Non
                 name=path.stem,
                 echo=print_flush,
                 hangup=interrupt.hangup,
+                example_policy=example_policy,
             )
     except PlaygroundError as e:
         print(e, file=sys.stderr)

@@ -4,9 +4,13 @@
 provider the team names, and a runner, all on 127.0.0.1; posts the /run
 request pipecat-manager would post; and plays a caller (lines spoken by
 Piper, or a WAV file) a turn at a time, waiting for the team to finish
-answering before the next. Local providers (Whisper, Piper, espeak) run for
-real. The LLM leg is always a simulator driven by the scripted
-``KeywordBrain``, and the output says so.
+answering before the next, or staying silent where the script says so (to
+be nudged, when the team file asks for ``idle`` nudges). Local providers
+(Whisper, Piper, espeak) run for real. The LLM leg is always a simulator
+driven by the scripted ``KeywordBrain``, and the output says so. A team
+file's ``remote_policy`` is used as it stands (a service the user runs), or,
+with ``example_policy``, replaced by the repository's example service, started
+for the call (``policy_service.py``).
 
 While the call runs it prints the call's transcript (``transcript.py``); at
 the end it writes the call as a stereo WAV (left: caller, right: what the
@@ -18,19 +22,21 @@ recorded until then is written all the same.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 import time
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from playground.policy_service import ExamplePolicy, ExamplePolicyError
 from playground.server import RunnerServer
-from playground.teamfile import TeamFile, run_request
+from playground.teamfile import CallerSilence, TeamFile, run_request
 from playground.transcript import CallReport, Transcript
 from simulators.brain import KeywordBrain, Persona
 from simulators.cloud import Cloud
@@ -38,7 +44,8 @@ from simulators.manager import Caller, CallRecord, ManagerSimulator, ToolResult
 from simulators.speech import speak
 from simulators.wav import read_wav_16k_mono
 from teamrunner.config import Settings
-from teamrunner.plan import function_name
+from teamrunner.contract import RemotePolicy
+from teamrunner.plan import END_CALL_FUNCTION, function_name
 
 # The caller waits this long after the team falls silent before speaking again.
 QUIET_SECS = 1.0
@@ -53,34 +60,58 @@ class PlaygroundError(Exception):
 async def run_team(
     team: TeamFile,
     *,
-    say: list[str] | None = None,
+    say: Sequence[str | CallerSilence] | None = None,
     caller_wav: Path | None = None,
     out_dir: Path | None = None,
     name: str = "call",
     echo: Callable[[str], None] = print,
     hangup: asyncio.Event | None = None,
+    example_policy: bool = False,
 ) -> CallReport:
     """Run ``team`` against the simulators with a scripted caller; see the module docstring.
 
     Setting ``hangup`` ends the call where it is (the caller hangs up); the report
     of what was recorded until then is still written and returned, marked
-    ``interrupted``.
+    ``interrupted``. With ``example_policy``, the call's remote policy is the
+    example service, started for it.
 
     Raises:
         PlaygroundError: the team needs something the simulators cannot stand in for.
     """
     _check_simulable(team)
+    if example_policy:
+        try:
+            async with ExamplePolicy(team.remote_policy) as service:
+                echo(f"remote policy: {service.url} (the example in examples/, with a token)")
+                return await _run(
+                    team, say, caller_wav, out_dir, name, echo, hangup, service.remote_policy
+                )
+        except ExamplePolicyError as e:
+            raise PlaygroundError(str(e)) from e
+    return await _run(team, say, caller_wav, out_dir, name, echo, hangup, None)
+
+
+async def _run(
+    team: TeamFile,
+    say: Sequence[str | CallerSilence] | None,
+    caller_wav: Path | None,
+    out_dir: Path | None,
+    name: str,
+    echo: Callable[[str], None],
+    hangup: asyncio.Event | None,
+    policy: RemotePolicy | None,
+) -> CallReport:
     lines = say if say is not None else team.caller
     call_id = str(uuid.uuid4())
     async with _cloud(team) as cloud:
-        cloud.deepgram.push_transcripts(*lines)
+        cloud.deepgram.push_transcripts(*[line for line in lines if isinstance(line, str)])
         call = cloud.manager.expect_call(
             call_id,
             caller=Caller(Caller.silence(0.3)),
             tools={function_name(n): ToolResult.ok(t.result) for n, t in team.tool_results.items()},
         )
         transcript = Transcript(call, team, echo)
-        conversation = _converse(team, cloud, call, transcript, lines, caller_wav)
+        conversation = _converse(team, cloud, call, transcript, lines, caller_wav, policy)
         finished = await _unless_set(hangup or asyncio.Event(), conversation)
         report = CallReport(
             team=team.name or team.team.id,
@@ -88,6 +119,8 @@ async def run_team(
             llm="scripted keyword brain (simulators/brain.py), not a model",
             startup_secs=transcript.startup_secs,
             interrupted=not finished,
+            ended=transcript.ended,
+            disposition=transcript.disposition,
             lines=transcript.lines,
             latencies=[round(x, 3) for x in transcript.latencies],
         )
@@ -101,8 +134,9 @@ async def _converse(
     cloud: Cloud,
     call: CallRecord,
     transcript: Transcript,
-    lines: list[str],
+    lines: Sequence[str | CallerSilence],
     caller_wav: Path | None,
+    policy: RemotePolicy | None,
 ) -> None:
     """The call itself: the runner up, /run posted, the caller's turns, the hangup."""
     echo = transcript.echo
@@ -112,21 +146,33 @@ async def _converse(
             "LLM: scripted keyword brain on the OpenAI simulator (not a model)"
         )
         started = time.monotonic()
-        response = await http.post(f"{runner.url}/run", json=run_request(team, call.call_id))
+        body = run_request(team, call.call_id, policy)
+        response = await http.post(f"{runner.url}/run", json=body)
         if response.status_code != 200:
             raise PlaygroundError(f"the runner refused the call: {response.text}")
         transcript.call_up(time.monotonic() - started)
+        session = runner.sessions.get(call.call_id)
         follower = asyncio.get_running_loop().create_task(transcript.follow())
         try:
             await _quiet(call)
             if caller_wav is not None:
                 await _speak(cloud.manager, call, transcript, read_wav_16k_mono(caller_wav))
-            for text in lines:
-                await _speak(cloud.manager, call, transcript, speak(text))
+            for line in lines:
+                if call.closed:
+                    break  # the team ended the call
+                if isinstance(line, CallerSilence):
+                    await _stay_silent(call, transcript, line.silent_secs)
+                else:
+                    await _speak(cloud.manager, call, transcript, speak(line))
         finally:
             # Interrupted or not, the caller hangs up, as Go would end the call.
-            await cloud.manager.hangup(call.call_id)
+            if not call.closed:
+                await cloud.manager.hangup(call.call_id)
             await asyncio.wait_for(follower, 10)
+            if session is not None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(session.finished.wait(), 10)
+                transcript.call_ended(session.journal.end_reason, session.journal.disposition)
 
 
 async def _unless_set(event: asyncio.Event, work: Coroutine[Any, Any, None]) -> bool:
@@ -175,6 +221,13 @@ async def _speak(
     await _quiet(call, replied_after=ended)
 
 
+async def _stay_silent(call: CallRecord, transcript: Transcript, secs: float) -> None:
+    """The caller says nothing for ``secs`` (the line carries on with its silence)."""
+    transcript.note(f"the caller stays silent for {secs:g} s")
+    await asyncio.sleep(secs)
+    await _quiet(call)
+
+
 async def _quiet(call: CallRecord, replied_after: float | None = None) -> None:
     """Wait until the team has answered (if asked to) and been silent for ``QUIET_SECS``."""
     deadline = time.monotonic() + TURN_TIMEOUT_SECS
@@ -202,11 +255,17 @@ def _check_simulable(team: TeamFile) -> None:
 
 def _cloud(team: TeamFile) -> Cloud:
     """The simulated cloud, its LLMs answering as the team's members by keyword."""
+    start = team.team.start_member_id
     personas = [
         Persona(
             m.name or m.id,
             frozenset(function_name(t.name) for t in m.tools)
-            | frozenset(function_name(t.function_name) for t in m.transitions),
+            | frozenset(function_name(t.function_name) for t in m.transitions)
+            | (
+                {END_CALL_FUNCTION}
+                if m.ai.end_call or (m.id == start and team.call.end_call)
+                else frozenset()
+            ),
         )
         for m in team.team.members
     ]

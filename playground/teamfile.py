@@ -1,13 +1,17 @@
 """Team files: a team as its designers write it, read strictly and turned into a /run request.
 
 A team file (YAML or JSON) holds what pipecat-manager would resolve from its
-database: the members with their AI settings, tools and transitions, plus the
-call-level settings (speech providers, turn-taking). It may also say what the
-simulated caller says, for running the team against the simulators.
+database: the members with their AI settings (greetings and goodbyes
+included), tools and transitions (with their handoff lines and context
+modes), plus the call-level settings (speech providers, turn-taking, idle
+nudges) and, optionally, the remote policy service that drives the
+conversation (``remote_policy``, as in /run). It may also say what the
+simulated caller says, and where it stays silent, for running the team
+against the simulators.
 
 ``load`` is strict where the runner is lenient: every key must be one the
 models declare (``schema.py``), no key may be given twice, and no provider
-key may be in it (keys are not part of a design). Every such problem is
+key may be in it, nor a policy's token (keys are not part of a design). Every such problem is
 reported at once, each with its file and line (``source.py``). Whether the
 team makes sense is ``checks.py``'s question; drawing it is ``graph.py``'s.
 """
@@ -23,11 +27,15 @@ from pydantic import BaseModel, Field, PrivateAttr, ValidationError
 
 from playground.schema import unknown_keys
 from playground.source import FieldPath, Source
-from teamrunner.contract import Message, ResolvedTeam, VADConfig
+from teamrunner.contract import EndCall, Idle, Message, RemotePolicy, ResolvedTeam, VADConfig
 
 
 class CallSettings(BaseModel):
-    """The call-level fields of /run: speech, turn-taking, history."""
+    """The call-level fields of /run: speech, turn-taking, history, idle nudges.
+
+    ``end_call`` here stands for the start member's own, as the top level of
+    /run does; members say their own in ``team.members[].ai.end_call``.
+    """
 
     stt_type: str | None = None
     stt_language: str | None = None
@@ -37,6 +45,14 @@ class CallSettings(BaseModel):
     vad_config: VADConfig | None = None
     smart_turn_enabled: bool = False
     llm_messages: list[Message] = Field(default_factory=list)
+    idle: Idle | None = None
+    end_call: EndCall | None = None
+
+
+class CallerSilence(BaseModel):
+    """A stretch of the simulated caller's script where it says nothing at all."""
+
+    silent_secs: float = Field(gt=0, le=120)
 
 
 class SimulatedTool(BaseModel):
@@ -51,8 +67,9 @@ class TeamFile(BaseModel):
     name: str = ""
     description: str = ""
     call: CallSettings = Field(default_factory=CallSettings)
+    remote_policy: RemotePolicy | None = None
     team: ResolvedTeam
-    caller: list[str] = Field(default_factory=list)
+    caller: list[str | CallerSilence] = Field(default_factory=list)
     tool_results: dict[str, SimulatedTool] = Field(default_factory=dict)
 
     _source: Source = PrivateAttr(default_factory=Source)
@@ -121,6 +138,14 @@ def _validate(data: Any, source: Source) -> tuple[TeamFile | None, list[tuple[Fi
         for index, member in enumerate(team_file.team.members)
         if member.ai.engine_key is not None
     ]
+    if team_file.remote_policy is not None and team_file.remote_policy.token is not None:
+        problems.append(
+            (
+                ("remote_policy", "token"),
+                "tokens do not belong in a team file: run the policy service without one "
+                "for a call by hand (teamrunner demo --policy gives its example service one)",
+            )
+        )
     return team_file, problems
 
 
@@ -137,8 +162,14 @@ def _member_labels(data: Any) -> dict[FieldPath, str]:
     }
 
 
-def run_request(team_file: TeamFile, call_id: str) -> dict[str, Any]:
-    """The /run body pipecat-manager would send for this team, start member at the top level."""
+def run_request(
+    team_file: TeamFile, call_id: str, policy: RemotePolicy | None = None
+) -> dict[str, Any]:
+    """The /run body pipecat-manager would send for this team, start member at the top level.
+
+    ``policy`` stands in for the file's ``remote_policy`` (a service started for
+    the call, with its address and token).
+    """
     start_index = team_file.member_index(team_file.team.start_member_id)
     start = team_file.team.members[start_index or 0]
     call = team_file.call
@@ -156,4 +187,13 @@ def run_request(team_file: TeamFile, call_id: str) -> dict[str, Any]:
     }
     if call.vad_config is not None:
         body["vad_config"] = call.vad_config.model_dump(exclude_none=True)
+    for name in ("idle", "end_call"):
+        value = getattr(call, name)
+        if value is not None:
+            body[name] = value.model_dump(mode="json", exclude_none=True)
+    remote_policy = policy or team_file.remote_policy
+    if remote_policy is not None:
+        body["remote_policy"] = remote_policy.model_dump(mode="json", exclude={"token"})
+        if remote_policy.token is not None:
+            body["remote_policy"]["token"] = remote_policy.token.get_secret_value()
     return {k: v for k, v in body.items() if v is not None}

@@ -39,6 +39,9 @@ class CallReport:
     startup_secs: float | None  # None: the call never came up
     # Ended by the user (Ctrl-C) before the caller had said everything.
     interrupted: bool = False
+    # Why the call ended (the runner's end reason), and how, if its remote policy said.
+    ended: str | None = None
+    disposition: str | None = None
     lines: list[Line] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
     wav: str | None = None
@@ -64,6 +67,8 @@ class Transcript:
         self.lines: list[Line] = []
         self.latencies: list[float] = []
         self.startup_secs: float | None = None
+        self.ended: str | None = None
+        self.disposition: str | None = None
         self._seen = 0
         self._text = ""
         self._awaiting_reply_since: float | None = None
@@ -75,6 +80,12 @@ class Transcript:
         """``POST /run`` answered 200 after ``startup_secs``."""
         self.startup_secs = round(startup_secs, 3)
         self.note(f"call up in {startup_secs:.2f} s (POST /run answered 200)")
+
+    def call_ended(self, reason: str | None, disposition: str | None) -> None:
+        """The runner's call ended, for ``reason``; a remote policy's disposition is shown."""
+        self.ended, self.disposition = reason, disposition
+        if disposition is not None:
+            self.note(f"the remote policy ended the call: disposition {disposition}")
 
     def caller_spoke(self, ended_at: float) -> None:
         """The caller finished a line: the next bot audio measures the wait."""

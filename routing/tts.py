@@ -3,16 +3,122 @@
 A switch is a frame from the head of the pipeline that reaches this router
 behind the previous member's last words (see ``routing/router.py``), so those
 are still spoken in the previous member's voice.
+
+And the next voice waits until the previous one has said them. A switched
+service keeps making the audio it was given, and pipecat's switcher lets an
+inactive service's output through, so without a wait the previous member's
+last words (a handoff line, typically) and the next member's first words
+would leave interleaved, chunk by chunk, whenever the next member answers
+before the previous voice has finished. So on a switch the router hands the
+previous voice a marker, which a pipecat TTS service queues behind the audio
+it is still making (as it queues every frame that follows a reply), and holds
+what follows the switch until the marker comes back out; then it switches.
+A barge-in cuts the previous voice off anyway, so it switches at once; so
+does a voice that has not finished within ``handover_timeout_secs``.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from loguru import logger
+from pipecat.frames.frames import (
+    ControlFrame,
+    Frame,
+    InterruptionFrame,
+    ManuallySwitchServiceFrame,
+)
+from pipecat.processors.frame_processor import FrameDirection
 from pipecat.services.tts_service import TTSService
 
 from routing.router import MemberRouting
 
 
+@dataclass
+class _PreviousVoiceDone(ControlFrame):
+    """Comes out of the previous voice once it has made all the audio it was given."""
+
+
 class RoutingTTSService(MemberRouting[TTSService]):
-    """Speaks the active member's replies in that member's voice."""
+    """Speaks the active member's replies in that member's voice, one voice at a time.
+
+    Args:
+        by_member: Member id to that member's voice; members may share one.
+        start_member_id: The member whose voice is active at the start.
+        handover_timeout_secs: How long a switch waits for the previous voice.
+    """
 
     kind = "TTS"
+
+    def __init__(
+        self,
+        by_member: Mapping[str, TTSService | None],
+        start_member_id: str,
+        *,
+        handover_timeout_secs: float = 5.0,
+    ) -> None:
+        super().__init__(by_member, start_member_id)
+        self._handover_timeout = handover_timeout_secs
+        self._switch: ManuallySwitchServiceFrame | None = None
+        self._marker: _PreviousVoiceDone | None = None
+        self._deadline: asyncio.Task[None] | None = None
+
+    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
+        if (
+            isinstance(frame, ManuallySwitchServiceFrame)
+            and direction == FrameDirection.DOWNSTREAM
+            and frame.service in self.services
+            and frame.service is not self.strategy.active_service
+            # Only a TTS service holds the marker behind the audio it is making.
+            and isinstance(self.strategy.active_service, TTSService)
+        ):
+            await self._hand_over(frame)
+            return
+        await super().process_frame(frame, direction)
+        if isinstance(frame, InterruptionFrame) and self._switch is not None:
+            # The previous voice has just been cut off: nothing left to wait for.
+            await self._finish_handover()
+
+    async def push_frame(self, frame: Frame, direction: FrameDirection = FrameDirection.DOWNSTREAM):
+        if isinstance(frame, _PreviousVoiceDone):
+            if frame is self._marker:
+                await self._finish_handover()
+            return
+        await super().push_frame(frame, direction)
+
+    async def _hand_over(self, switch: ManuallySwitchServiceFrame) -> None:
+        """Hold what follows ``switch`` until the previous voice has said what it has."""
+        if self._switch is not None:
+            await self._finish_handover()
+        self._switch = switch
+        self._marker = _PreviousVoiceDone()
+        self._marker.interruptible = False
+        await self.pause_processing_frames()
+        await self.strategy.active_service.queue_frame(self._marker)
+        self._deadline = self.create_task(self._give_up_waiting(), name="voice-handover")
+
+    async def _give_up_waiting(self) -> None:
+        await asyncio.sleep(self._handover_timeout)
+        self._deadline = None
+        logger.warning(
+            f"{self}: the previous voice did not finish within {self._handover_timeout:g}s; "
+            "switching anyway"
+        )
+        await self._finish_handover()
+
+    async def _finish_handover(self) -> None:
+        switch, self._switch, self._marker = self._switch, None, None
+        if self._deadline is not None and self._deadline is not asyncio.current_task():
+            await self.cancel_task(self._deadline)
+        self._deadline = None
+        if switch is not None:
+            await super().process_frame(switch, FrameDirection.DOWNSTREAM)
+            await self.resume_processing_frames()
+
+    async def cleanup(self) -> None:
+        await super().cleanup()
+        if self._deadline is not None:
+            await self.cancel_task(self._deadline)
+            self._deadline = None

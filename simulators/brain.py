@@ -7,7 +7,16 @@ It understands nothing. Given a chat request it answers by rule:
 * when the caller's words contain a keyword of one of the functions it was
   offered (``transfer_to_billing`` -> "billing", ``get_invoice`` ->
   "invoice"), it calls that function;
-* a goodbye gets a goodbye; anything else is acknowledged.
+* a function's required parameters are read off the caller's words by their
+  JSON-schema type: a weekday fills a string parameter about a day or date
+  (``book_appointment(day)`` hears "Tuesday"), a yes or no fills a boolean one
+  (``confirm_booking(confirmed)`` hears "yes"). A function whose required
+  parameters are all filled that way is called even without a keyword; one
+  called by keyword gets whatever could be filled;
+* a goodbye ends the call when it was offered ``end_call`` (the runner says
+  the goodbye), and gets a goodbye otherwise; anything else is acknowledged;
+* after a remote policy's result that says what the runner already said
+  (``"said"``), it adds nothing.
 
 It tells the members apart by the functions each was offered, which is how
 a team call's requests differ. Plug it into ``OpenAISimulator(responder=...)``.
@@ -28,6 +37,11 @@ from simulators.openai import ChatRequest, Reply, text_of
 # Words of a function name that say what it does, not what it is about.
 VERBS = {"transfer", "to", "get", "set", "send", "the", "a", "an", "of", "for", "lookup", "look"}
 GOODBYES = ("goodbye", "bye", "good bye")
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+YES = {"yes", "yeah", "yep", "sure", "correct", "right"}
+NO = {"no", "nope", "not"}
+# The runner's function for ending the call (teamrunner.plan.END_CALL_FUNCTION).
+END_CALL = "end_call"
 
 
 @dataclass(frozen=True)
@@ -53,10 +67,13 @@ class KeywordBrain:
         if not said:
             return Reply.say(f"Hello, {who} speaking. How can I help you today?")
         if any(word in said.lower() for word in GOODBYES):
+            if END_CALL in request.tool_names:
+                return Reply.call(END_CALL, {})
             return Reply.say("Goodbye, and thank you for calling.")
-        function = _function_for(said, request.tool_names)
-        if function is not None:
-            return Reply.call(function, {})
+        offered = [t for t in request.tools if _name(t) != END_CALL]
+        chosen = _function_for(said, offered)
+        if chosen is not None:
+            return Reply.call(*chosen)
         return Reply.say(f"I heard: {said} How else can I help?")
 
     def _persona(self, request: ChatRequest) -> str:
@@ -69,6 +86,8 @@ class KeywordBrain:
     def _after_tool(self, message: dict[str, Any], who: str) -> Reply:
         result = _json(text_of(message.get("content")))
         status = result.get("status") if isinstance(result, dict) else None
+        if isinstance(result, dict) and result.get("said"):
+            return Reply.say("")  # the runner said the policy's words; nothing to add
         if status == "transferred":
             return Reply.say(f"Hi, this is {who}. How can I help?")
         if status == "ok":
@@ -78,12 +97,47 @@ class KeywordBrain:
         return Reply.say("Done. What else can I do for you?")
 
 
-def _function_for(said: str, functions: Iterable[str]) -> str | None:
+def _name(tool: Mapping[str, Any]) -> str:
+    return str(tool.get("function", {}).get("name", ""))
+
+
+def _function_for(
+    said: str, tools: Iterable[Mapping[str, Any]]
+) -> tuple[str, dict[str, Any]] | None:
+    """The first function the words call for, with its arguments read off them."""
     words = set(re.findall(r"[a-z]+", said.lower()))
-    for function in functions:
-        for keyword in _keywords(function):
-            if any(_same_word(keyword, word) for word in words):
-                return function
+    for tool in tools:
+        function = _name(tool)
+        arguments, complete = _arguments(words, tool.get("function", {}).get("parameters") or {})
+        named = any(_same_word(k, w) for k in _keywords(function) for w in words)
+        if named or (complete and arguments):
+            return function, arguments
+    return None
+
+
+def _arguments(words: set[str], parameters: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+    """The required parameters' values heard in ``words``, and whether all of them were."""
+    properties = parameters.get("properties") or {}
+    arguments: dict[str, Any] = {}
+    complete = True
+    for name in parameters.get("required") or []:
+        schema = properties.get(name) or {}
+        about = f"{name} {schema.get('description', '')}"
+        value = _value(words, str(schema.get("type", "")), about)
+        if value is None:
+            complete = False
+        else:
+            arguments[name] = value
+    return arguments, complete
+
+
+def _value(words: set[str], kind: str, about: str) -> Any:
+    if kind == "boolean":
+        if words & YES:
+            return True
+        return False if words & NO else None
+    if kind == "string" and re.search(r"day|date", about.lower()):
+        return next((day.capitalize() for day in WEEKDAYS if day in words), None)
     return None
 
 

@@ -414,7 +414,7 @@ class OpenAISimulator(Simulator):
         self.first_token_delay = first_token_delay
         self.token_delay = token_delay
         self._script: deque[Reply] = deque(script or ())
-        self._responder = responder
+        self.responder = responder
         self._completions = 0
         self._tool_calls = 0
 
@@ -453,8 +453,8 @@ class OpenAISimulator(Simulator):
     def _next_reply(self, chat: ChatRequest) -> Reply:
         if self._script:
             return self._script.popleft()
-        if self._responder is not None:
-            return self._responder(chat)
+        if self.responder is not None:
+            return self.responder(chat)
         return Reply.say(DEFAULT_REPLY_TEXT)
 
     def _tool_call_id(self, number: int) -> str:

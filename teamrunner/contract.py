@@ -9,10 +9,17 @@ provider, a team whose transitions lead somewhere) is decided in
 
 Keys are ``SecretStr``: printing a request, or an error about one, never shows
 them.
+
+The fields that shape what a caller hears beyond the model's replies
+(``greeting``, ``end_call``, ``idle``, a transition's ``handoff_message`` and
+``context``) are all optional: a request without them is served exactly as
+before they existed. So is ``remote_policy``, the team's own service that
+drives the conversation between turns (``teamrunner.policy``).
 """
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr
@@ -24,6 +31,16 @@ def _none_as_empty_list(value: Any) -> Any:
 
 def _none_as_empty_dict(value: Any) -> Any:
     return {} if value is None else value
+
+
+def _none_as_default(default: Any) -> Any:
+    """A validator that reads Go's ``null`` as the field's default."""
+    return BeforeValidator(lambda value: default if value is None else value)
+
+
+# Words the runner says itself. Blank words are refused by the planner
+# (``plan/spoken.py``), which can say why; here they only have to be text.
+Words = Annotated[str, Field(min_length=1, max_length=2000)]
 
 
 # A pipecatcall id becomes one path segment of pipecat-manager's URLs, so it
@@ -82,6 +99,32 @@ class VADConfig(_Incoming):
     min_volume: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
+class EndCall(_Incoming):
+    """Offers the model a function ``end_call``; calling it says ``goodbye`` and hangs up."""
+
+    description: str = Field(
+        default="End the call once the caller's needs are met and goodbyes have been said.",
+        max_length=1000,
+    )
+    goodbye: Words
+
+
+class Idle(_Incoming):
+    """What the runner does when the caller goes quiet.
+
+    After ``timeout_secs`` of caller silence (not counted while the bot speaks
+    or a tool runs) it says ``nudges[0]``, after another ``timeout_secs``
+    ``nudges[1]``, and so on; after the last, ``hangup_message``, and the call
+    ends. Caller speech starts the nudges over.
+    """
+
+    timeout_secs: float = Field(gt=0, le=3600)
+    nudges: Annotated[list[Words], BeforeValidator(_none_as_empty_list)] = Field(
+        min_length=1, max_length=20
+    )
+    hangup_message: Words
+
+
 class ResolvedAI(_Incoming):
     """The AI behind one team member."""
 
@@ -98,6 +141,16 @@ class ResolvedAI(_Incoming):
     stt_language: str | None = None
     vad_config: VADConfig | None = None
     smart_turn_enabled: bool | None = None
+    greeting: Words | None = None
+    end_call: EndCall | None = None
+
+
+class ContextMode(StrEnum):
+    """What the next member's LLM sees after a transition."""
+
+    APPEND = "append"  # the whole conversation so far
+    RESET = "reset"  # its own prompt and the caller's last turn
+    SUMMARY = "summary"  # its own prompt and a short summary of the conversation
 
 
 class Transition(_Incoming):
@@ -106,6 +159,8 @@ class Transition(_Incoming):
     function_name: str = Field(min_length=1)
     description: str = ""
     next_member_id: str = Field(min_length=1)
+    handoff_message: Words | None = None
+    context: Annotated[ContextMode, _none_as_default(ContextMode.APPEND)] = ContextMode.APPEND
 
 
 class Member(_Incoming):
@@ -122,6 +177,29 @@ class ResolvedTeam(_Incoming):
     id: str = ""
     start_member_id: str = Field(min_length=1)
     members: list[Member] = Field(min_length=1)
+
+
+# How long one request to a remote policy may take, unless the request says otherwise.
+POLICY_TIMEOUT_SECS = 5.0
+
+
+class RemotePolicy(_Incoming):
+    """The team's own policy service, consulted between turns (README, "Remote policy").
+
+    ``url`` is its base: ``/session`` and ``/tool-call`` are posted below it.
+    ``config`` is sent to it as ``brain_config``, as given. ``token``, when
+    given, is sent as ``Authorization: Bearer <token>`` on every request; it is
+    a secret like a provider key. ``timeout_secs`` bounds each request.
+    """
+
+    url: str = Field(min_length=1, max_length=2000)
+    config: Annotated[dict[str, Any], BeforeValidator(_none_as_empty_dict)] = Field(
+        default_factory=dict
+    )
+    token: SecretStr | None = None
+    timeout_secs: Annotated[float, _none_as_default(POLICY_TIMEOUT_SECS), Field(gt=0, le=30)] = (
+        POLICY_TIMEOUT_SECS
+    )
 
 
 class RunRequest(_Incoming):
@@ -142,3 +220,7 @@ class RunRequest(_Incoming):
     resolved_team: ResolvedTeam | None = None
     vad_config: VADConfig | None = None
     smart_turn_enabled: bool = False
+    greeting: Words | None = None
+    end_call: EndCall | None = None
+    idle: Idle | None = None
+    remote_policy: RemotePolicy | None = None

@@ -3,7 +3,8 @@
 Everything worth knowing about a call passes through its ``CallJournal``:
 handoffs (from the team's flow), tool calls (from the tool bridge), the
 caller's waits, providers' time to first byte and their errors (from the
-call's observer). The journal keeps the per-call figures that make the
+call's observer), the remote policy's decisions and the disposition it
+ended the call with (from ``policy_call.py``). The journal keeps the per-call figures that make the
 one-line summary logged when the call ends, and adds each event to the
 process's metrics as it happens.
 """
@@ -43,6 +44,9 @@ class CallJournal:
     errors: Counter[str] = field(default_factory=Counter)
     user_to_bot: list[float] = field(default_factory=list)
     end_reason: str | None = None
+    end_detail: str | None = None
+    policy_decisions: Counter[str] = field(default_factory=Counter)
+    disposition: str | None = None
     member_tag: MemberTag = field(init=False)
     _handoff_started: float | None = None
 
@@ -58,6 +62,12 @@ class CallJournal:
         self._handoff_started = time.monotonic()
         self.metrics.handoffs.labels(self.plan.team_id, previous.id, target.id).inc()
 
+    def ending(self, reason: str, detail: str) -> None:
+        """The call ends itself for ``reason`` (the first reason given stands)."""
+        if self.end_reason is None:
+            self.end_reason = reason
+            self.end_detail = detail
+
     def bot_output(self) -> None:
         """The bot's words reached pipecat-manager: ends a handoff's wait, if one is pending."""
         if self._handoff_started is not None:
@@ -68,6 +78,10 @@ class CallJournal:
         self.tools[outcome] += 1
         self.metrics.tool_calls.labels(outcome).inc()
         self.metrics.tool_seconds.observe(seconds)
+
+    def policy_decided(self, outcome: str) -> None:
+        """The remote policy answered a tool call: an action, or ``error`` when it failed."""
+        self.policy_decisions[outcome] += 1
 
     def caller_waited(self, seconds: float) -> None:
         """From the caller's end of speech to the bot's first audio."""
@@ -84,12 +98,16 @@ class CallJournal:
     def summary(self) -> dict[str, Any]:
         """The call in one record: the fields of its last log line."""
         p50 = statistics.median(self.user_to_bot) if self.user_to_bot else None
-        return {
+        record: dict[str, Any] = {
             "duration_secs": round(time.monotonic() - self.started_at, 2),
             "members_visited": self.members_visited,
             "handoffs": self.handoffs,
             "tools": dict(self.tools),
             "errors": dict(self.errors),
             "user_to_bot_p50_secs": round(p50, 3) if p50 is not None else None,
-            "end_reason": self.end_reason,
         }
+        if self.plan.policy is not None:
+            record["policy_decisions"] = dict(self.policy_decisions)
+            record["disposition"] = self.disposition
+        record["end_reason"] = self.end_reason
+        return record

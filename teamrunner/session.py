@@ -25,19 +25,24 @@ import asyncio
 import time
 from collections.abc import Callable
 from enum import StrEnum
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from loguru import logger
-from pipecat.frames.frames import EndFrame, ErrorFrame
-from pipecat.pipeline.worker import PipelineWorker
-from pipecat.processors.frame_processor import FrameProcessor
-from pipecat.workers.runner import WorkerRunner
 
 from teamrunner.errors import StartError
 from teamrunner.journal import CallJournal
-from teamrunner.manager.transport import ManagerSockets, socket_url
+from teamrunner.manager.urls import socket_url
 from teamrunner.plan import CallPlan, MemberPlan
 from teamrunner.runtime import Runtime
+
+if TYPE_CHECKING:
+    # pipecat is imported when the first call is built, not when the runner starts.
+    from pipecat.frames.frames import ErrorFrame
+    from pipecat.pipeline.worker import PipelineWorker
+    from pipecat.processors.frame_processor import FrameProcessor
+    from pipecat.workers.runner import WorkerRunner
+
+    from teamrunner.manager.transport import ManagerSockets
 
 # How long a cancelled call may take to wind down before the session gives up on it.
 STOP_TIMEOUT_SECS = 10.0
@@ -55,6 +60,9 @@ class EndReason(StrEnum):
     FAILED = "failed"  # the pipeline failed
     START_FAILED = "start_failed"  # it never came up
     SHUTDOWN = "shutdown"  # the runner drained and the call was still up
+    BOT_ENDED = "bot_ended"  # the model called end_call and its goodbye was heard
+    CALLER_IDLE = "caller_idle"  # the caller stayed silent through every idle nudge
+    POLICY_ENDED = "policy_ended"  # the remote policy answered end and its last line was heard
 
 
 class BuiltCall(Protocol):
@@ -77,7 +85,12 @@ class BuiltCall(Protocol):
         ...
 
     async def begin(self) -> None:
-        """Queue what makes the first AI speak, once the worker runs."""
+        """Queue what makes the first AI speak, once the worker runs.
+
+        Raises:
+            StartError: something the call needs before its first words failed
+                (its remote policy); nothing of the call runs yet.
+        """
         ...
 
     async def tell_manager_error(self, error: str, *, fatal: bool) -> None:
@@ -149,9 +162,18 @@ class Session:
         self.call = call
         started = asyncio.Event()
         self._watch(call.worker, started)
+        from pipecat.workers.runner import WorkerRunner
+
         runner = WorkerRunner(handle_sigint=False, check_dangling_tasks=False)
         await runner.add_workers(call.worker)
-        await call.begin()
+        try:
+            # May ask a remote policy for the call's first state, and fail.
+            await call.begin()
+        except BaseException:
+            self._set_end(EndReason.START_FAILED, "the call could not start")
+            await call.close()
+            self.runtime.redactor.discard(self.plan.secrets())
+            raise
         # Created inside the log context, so the call's tasks all carry it.
         self._task = asyncio.get_running_loop().create_task(self._run(runner))
         try:
@@ -263,7 +285,8 @@ class Session:
         summary = self.journal.summary()
         text = ", ".join(f"{k}={v}" for k, v in summary.items() if k != "end_reason")
         logger.bind(summary=summary).info(
-            f"call ended ({summary['end_reason']}: {self.end_detail}): {text}"
+            f"call ended ({summary['end_reason']}: {self.end_detail or self.journal.end_detail}): "
+            f"{text}"
         )
 
     def end_soon(self, reason: EndReason, detail: str) -> None:
@@ -288,6 +311,8 @@ class Session:
         self._set_end(reason, detail)
         if self.call is None or self.finished.is_set():
             return
+        from pipecat.frames.frames import EndFrame
+
         await self.call.tell_manager_error(tell_manager, fatal=True)
         await self.call.worker.queue_frame(EndFrame(reason=detail))
         try:

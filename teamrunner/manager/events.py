@@ -17,16 +17,25 @@ every branch of every router: per bot audio chunk, more work than the audio
 itself (measured; see BENCHMARKS.md). ``RTVIObserver.send_rtvi_message`` is
 pipecat's hook for sending messages another way. Errors are still reported by
 the RTVI processor itself.
+
+A line the runner says itself (``teamrunner.lines``: a greeting, a handoff
+line, a nudge, a goodbye) reaches Go as the bot's words, the way a reply
+does: ``bot-llm-text``, ``bot-transcription``, then ``bot-llm-stopped``. It
+is sent from here, when its ``SpokenLineFrame`` is first pushed, so it keeps
+its place among the call's other events.
 """
 
 from __future__ import annotations
 
 from pipecat.frames.frames import OutputTransportMessageUrgentFrame
+from pipecat.observers.base_observer import FramePushed
 from pipecat.processors.frame_processor import FrameProcessor
 from pipecat.processors.frameworks.rtvi import RTVIObserver, RTVIObserverParams, RTVIProcessor
 from pipecat.processors.frameworks.rtvi import models as rtvi
 from pipecat.processors.frameworks.rtvi.observer import RTVIFunctionCallReportLevel
 from pydantic import BaseModel
+
+from teamrunner.lines import SpokenLineFrame
 
 # Only what pipecat-manager reads (see models/pipecatframe/helper.go on the Go side).
 MANAGER_MESSAGES = RTVIObserverParams(
@@ -69,6 +78,17 @@ class ManagerEvents(RTVIObserver):
         # aggregated-text exception in RTVIObserver serves bot-output, which is off).
         super().__init__(rtvi, params=MANAGER_MESSAGES, observe_every_push=False)
         self._output = output
+
+    async def on_push_frame(self, data: FramePushed) -> None:
+        if isinstance(data.frame, SpokenLineFrame):
+            if not data.first_push:
+                return
+            text = rtvi.TextMessageData(text=data.frame.text)
+            await self.send_rtvi_message(rtvi.BotLLMTextMessage(data=text))
+            await self.send_rtvi_message(rtvi.BotTranscriptionMessage(data=text))
+            await self.send_rtvi_message(rtvi.BotLLMStoppedMessage())
+            return
+        await super().on_push_frame(data)
 
     async def send_rtvi_message(self, model: BaseModel, exclude_none: bool = True) -> None:
         if getattr(model, "type", None) not in MANAGER_READS:

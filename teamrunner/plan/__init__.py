@@ -6,8 +6,10 @@ needs: which provider, model, voice and language each member uses, which key
 (the request's, else the runner's environment) and which endpoint
 (``specs.py``), the functions with names every provider accepts
 (``functions.py``), the prompts with their placeholders filled
-(``placeholders.py``), the turn-taking settings, and the conversation history
-made valid for an LLM (``history.py``). The plan itself is plain frozen data
+(``placeholders.py``), the words the runner says itself (greetings, handoff
+lines, nudges, goodbyes: ``spoken.py``), the remote policy's address
+(``policy.py``), the turn-taking settings, and the
+conversation history made valid for an LLM (``history.py``). The plan itself is plain frozen data
 (``model.py``); the builder takes it as given and decides nothing of this again.
 
 Nothing in a plan's ``repr`` shows a key, and no problem message quotes a
@@ -16,9 +18,13 @@ request's value: messages name the field and say what it should hold.
 
 from teamrunner.plan.functions import function_name
 from teamrunner.plan.model import (
+    END_CALL_FUNCTION,
     SINGLE_MEMBER_ID,
     CallPlan,
+    EndCallPlan,
+    IdlePlan,
     MemberPlan,
+    PolicyPlan,
     ToolPlan,
     TransitionPlan,
     TurnPlan,
@@ -26,9 +32,13 @@ from teamrunner.plan.model import (
 from teamrunner.plan.planner import plan_call
 
 __all__ = [
+    "END_CALL_FUNCTION",
     "SINGLE_MEMBER_ID",
     "CallPlan",
+    "EndCallPlan",
+    "IdlePlan",
     "MemberPlan",
+    "PolicyPlan",
     "ToolPlan",
     "TransitionPlan",
     "TurnPlan",

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
-from teamrunner.contract import VADConfig
+from teamrunner.contract import ContextMode, VADConfig
 from teamrunner.providers import LLMSpec, STTSpec, TTSSpec
 
 # The member id of the one AI of a single-AI call.
 SINGLE_MEMBER_ID = "single"
+# The function a member's LLM calls to end the call (see ``EndCallPlan``).
+END_CALL_FUNCTION = "end_call"
 
 
 @dataclass(frozen=True)
@@ -45,12 +48,59 @@ class ToolPlan:
 
 @dataclass(frozen=True)
 class TransitionPlan:
-    """A function that hands the caller to another member."""
+    """A function that hands the caller to another member.
+
+    Attributes:
+        handoff_message: Said in the current member's voice as the transition
+            is called, while the next member's LLM starts (None: say nothing).
+        context: What the next member's LLM sees of the conversation.
+    """
 
     name: str
     wire_name: str
     description: str
     next_member_id: str
+    handoff_message: str | None = None
+    context: ContextMode = ContextMode.APPEND
+
+
+@dataclass(frozen=True)
+class EndCallPlan:
+    """The ``end_call`` function: ``description`` tells the model when, ``goodbye`` is said."""
+
+    description: str
+    goodbye: str
+
+
+@dataclass(frozen=True)
+class IdlePlan:
+    """Nudging a caller who has gone quiet, then hanging up (see ``contract.Idle``)."""
+
+    timeout_secs: float
+    nudges: tuple[str, ...]
+    hangup_message: str
+
+
+@dataclass(frozen=True)
+class PolicyPlan:
+    """The call's remote policy (see ``contract.RemotePolicy``); its repr never shows the token.
+
+    Attributes:
+        url: The service's base URL, without a trailing slash.
+        config: Sent as ``brain_config``.
+        token: Sent as a bearer token on every request, if any.
+        timeout_secs: How long one request may take.
+    """
+
+    url: str
+    config: dict[str, Any]
+    token: str | None = field(default=None, repr=False)
+    timeout_secs: float = 5.0
+
+    def secrets(self) -> list[str]:
+        """The token, and a password the URL itself carries, if any."""
+        password = urlsplit(self.url).password
+        return [s for s in (self.token, password) if s]
 
 
 @dataclass(frozen=True)
@@ -88,6 +138,8 @@ class MemberPlan:
     tts_type: str = ""
     tts_voice_id: str = ""
     stt_type: str = ""
+    greeting: str | None = None
+    end_call: EndCallPlan | None = None
 
     @property
     def label(self) -> str:
@@ -112,6 +164,8 @@ class CallPlan:
         turn: Turn-taking for the call (members may override it).
         messages: The conversation so far, valid for an LLM.
         team_id: The team's id (empty for a single-AI call).
+        idle: What to do when the caller goes quiet (None: nothing).
+        policy: The remote policy that drives the conversation (None: none).
     """
 
     id: str
@@ -123,6 +177,8 @@ class CallPlan:
     turn: TurnPlan
     messages: list[dict[str, Any]]
     team_id: str = ""
+    idle: IdlePlan | None = None
+    policy: PolicyPlan | None = None
 
     @property
     def start_member(self) -> MemberPlan:
@@ -136,4 +192,6 @@ class CallPlan:
             for spec in (member.llm, member.stt, member.tts)
             if spec is not None and spec.key
         }
+        if self.policy is not None:
+            keys.update(self.policy.secrets())
         return sorted(keys)

@@ -16,13 +16,16 @@ from teamrunner.plan import placeholders
 from teamrunner.plan.functions import check_names, function_name, plan_tools
 from teamrunner.plan.history import valid_history
 from teamrunner.plan.model import (
+    END_CALL_FUNCTION,
     SINGLE_MEMBER_ID,
     CallPlan,
     MemberPlan,
     TransitionPlan,
     TurnPlan,
 )
+from teamrunner.plan.policy import plan_policy
 from teamrunner.plan.specs import check_language, llm_spec, stt_spec, tts_spec
+from teamrunner.plan.spoken import plan_end_call, plan_idle, words
 
 
 def plan_call(request: RunRequest, settings: Settings) -> CallPlan:
@@ -40,6 +43,8 @@ def plan_call(request: RunRequest, settings: Settings) -> CallPlan:
     else:
         members = _plan_team(request, settings, problems)
         start = request.resolved_team.start_member_id
+    idle = plan_idle(request.idle, problems)
+    policy = plan_policy(request.remote_policy, problems)
     if problems:
         raise InvalidRequest(problems)
     return CallPlan(
@@ -52,6 +57,8 @@ def plan_call(request: RunRequest, settings: Settings) -> CallPlan:
         turn=TurnPlan(vad=request.vad_config or VADConfig(), smart_turn=request.smart_turn_enabled),
         messages=valid_history(request.llm_messages),
         team_id=request.resolved_team.id if request.resolved_team is not None else "",
+        idle=idle,
+        policy=policy,
     )
 
 
@@ -68,7 +75,12 @@ def _plan_single(request: RunRequest, settings: Settings, problems: list[Problem
         problems,
     )
     tools = plan_tools(request.tools)
-    check_names([(f"tools[{i}].name", t.name) for i, t in enumerate(tools)], problems)
+    end_call = plan_end_call("end_call", request.end_call, problems)
+    check_names(
+        [(f"tools[{i}].name", t.name) for i, t in enumerate(tools)]
+        + ([("end_call", END_CALL_FUNCTION)] if end_call else []),
+        problems,
+    )
     return MemberPlan(
         id=SINGLE_MEMBER_ID,
         name="single",
@@ -81,6 +93,8 @@ def _plan_single(request: RunRequest, settings: Settings, problems: list[Problem
         tts_type=request.tts_type or "",
         tts_voice_id=request.tts_voice_id or "",
         stt_type=request.stt_type or "",
+        greeting=words("greeting", request.greeting, problems),
+        end_call=end_call,
     )
 
 
@@ -118,7 +132,34 @@ def _plan_team(
             problems,
         )
         plans.setdefault(member.id, plan)
+    _check_end_call_tools(team.members, plans, problems)
     return plans
+
+
+def _check_end_call_tools(
+    members: Sequence[Member], plans: dict[str, MemberPlan], problems: list[Problem]
+) -> None:
+    """Refuse a Go tool named ``end_call`` in a team where a member offers ``end_call``.
+
+    Go's tools are run by one handler registered on the team's LLM under each
+    tool's name, which pipecat prefers to the one a member's node carries, so
+    the tool would take every member's ``end_call`` over.
+    """
+    if not any(plan.end_call for plan in plans.values()):
+        return
+    for index, member in enumerate(members):
+        plan = plans.get(member.id)
+        if plan is None or plan.end_call is not None:
+            continue  # its own end_call and tool collide, which check_names reports
+        for number, tool in enumerate(plan.tools):
+            if tool.name == END_CALL_FUNCTION:
+                problems.append(
+                    Problem(
+                        f"resolved_team.members[{index}].tools[{number}].name",
+                        "names the function end_call, which a member of this team offers "
+                        "for ending the call; rename the tool",
+                    )
+                )
 
 
 def _plan_member(
@@ -156,10 +197,18 @@ def _plan_member(
         language = ai.tts_language or request.tts_language
         tts = tts_spec(f"{where}.ai.tts_type", tts_type, voice, language, settings, problems)
     tools = plan_tools(member.tools)
-    transitions = _plan_transitions(where, member.transitions, member_ids, problems)
+    transitions = _plan_transitions(where, member, member_ids, problems)
+    # Go fills the top level from the start member, as for its voice above.
+    greeting, greeting_at = (ai.greeting, f"{where}.ai.greeting")
+    if greeting is None and is_start:
+        greeting, greeting_at = request.greeting, "greeting"
+    end_call_field = ai.end_call or (request.end_call if is_start else None)
+    end_call_at = f"{where}.ai.end_call" if ai.end_call else "end_call"
+    end_call = plan_end_call(end_call_at, end_call_field, problems, ai.parameter)
     check_names(
         [(f"{where}.tools[{i}].name", t.name) for i, t in enumerate(tools)]
-        + [(f"{where}.transitions[{i}].function_name", t.name) for i, t in enumerate(transitions)],
+        + [(f"{where}.transitions[{i}].function_name", t.name) for i, t in enumerate(transitions)]
+        + ([(end_call_at, END_CALL_FUNCTION)] if end_call else []),
         problems,
     )
     return MemberPlan(
@@ -176,15 +225,18 @@ def _plan_member(
         tts_type=ai.tts_type or "",
         tts_voice_id=ai.tts_voice_id or "",
         stt_type=ai.stt_type or "",
+        greeting=words(greeting_at, greeting, problems, ai.parameter),
+        end_call=end_call,
     )
 
 
 def _plan_transitions(
     where: str,
-    transitions: Sequence[Transition],
+    member: Member,
     member_ids: set[str],
     problems: list[Problem],
 ) -> list[TransitionPlan]:
+    transitions: Sequence[Transition] = member.transitions
     planned = []
     for index, transition in enumerate(transitions):
         if transition.next_member_id not in member_ids:
@@ -201,6 +253,13 @@ def _plan_transitions(
                 description=transition.description
                 or f"Hand the caller to {transition.next_member_id}",
                 next_member_id=transition.next_member_id,
+                handoff_message=words(
+                    f"{where}.transitions[{index}].handoff_message",
+                    transition.handoff_message,
+                    problems,
+                    member.ai.parameter,
+                ),
+                context=transition.context,
             )
         )
     return planned

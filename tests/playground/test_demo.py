@@ -3,7 +3,10 @@
 It runs ``teamrunner demo`` as a user would, inside a network
 namespace with only loopback (``unshare``), which proves that nothing in it
 reaches the network or downloads a model; then reads the transcript and the
-WAV it wrote.
+WAV it wrote. Besides the members' replies, the caller hears the runner's
+own words: the greeter's greeting, its handoff line (with billing's answer
+right behind it, no silence between), an idle nudge when the caller goes
+quiet once, and billing's goodbye when the caller says goodbye.
 """
 
 from __future__ import annotations
@@ -23,6 +26,10 @@ from simulators.audio import spectral_flatness
 
 ROOT = Path(__file__).resolve().parents[2]
 TEAMRUNNER = Path(sys.executable).with_name("teamrunner")
+GREETING = "Hello, this is the Acme front desk. How can I help you today?"
+HANDOFF = "Let me put you through to our billing specialist."
+NUDGE = "Are you still there?"
+GOODBYE = "Thank you for calling Acme. Goodbye!"
 
 
 def offline(command: list[str]) -> list[str]:
@@ -86,18 +93,42 @@ def test_demo_runs_offline_and_hands_the_caller_to_a_second_voice(tmp_path: Path
     ]
     switches = [line["text"] for line in lines if line["kind"] == "switch"]
     assert switches == ["Greeter -> Billing (transfer_to_billing)"]
-    bots = [(line["member"], line["detail"]["voice"]) for line in lines if line["kind"] == "bot"]
-    assert bots[0] == ("Greeter", "piper")
-    assert set(bots[1:]) == {("Billing", "espeak en-us")}
     tools = [line["text"] for line in lines if line["kind"] == "tool"]
     assert tools == ["get_latest_bill -> HTTP 200"]
-    assert any("invoice 1042" in line["text"] for line in lines if line["kind"] == "bot")
     assert len(report["latencies"]) == 3 and max(report["latencies"]) < 5.0
+
+    # What the caller heard and said, in order; the greeting, the handoff line,
+    # the nudge and the goodbye are the runner's own words.
+    said = [(line["kind"], line["text"]) for line in lines if line["kind"] in ("bot", "caller")]
+    said = [(kind, text if kind == "bot" else " ".join(words(text))) for kind, text in said]
+    assert said[:3] == [
+        ("bot", GREETING),
+        ("caller", "hi i have a billing question"),
+        ("bot", HANDOFF),
+    ]
+    assert said[3] == ("bot", "Hi, this is Billing. How can I help?")
+    assert said[4] == ("caller", "how much is my bill")
+    assert said[5][0] == "bot" and "invoice 1042" in said[5][1]
+    # The caller goes quiet once, and is nudged before they say goodbye.
+    assert said[6:] == [
+        ("bot", NUDGE),
+        ("caller", "thank you goodbye"),
+        ("bot", GOODBYE),
+    ]
+    notes = [line["text"] for line in lines if line["kind"] == "note"]
+    assert "the caller stays silent for 9 s" in notes
+    bots = [(line["member"], line["detail"]["voice"]) for line in lines if line["kind"] == "bot"]
+    assert bots[0] == ("Greeter", "piper")
+    assert set(bots[2:]) == {("Billing", "espeak en-us")}
 
     # The second voice is audibly another voice: Piper's Joe is about 3 times as
     # noise-like as espeak-ng's formant voice (measured 0.0037 against 0.0011).
     bot_audio, rate = right_channel(tmp_path / "demo.wav")
-    greeting, *billing = utterances(bot_audio, rate)
-    assert len(billing) == 3  # billing's hello, the bill, goodbye
+    greeting, handoff, *billing = utterances(bot_audio, rate)
+    assert len(billing) == 3  # the bill, the nudge, the goodbye
     for utterance in billing:
         assert spectral_flatness(greeting, rate) > 2 * spectral_flatness(utterance, rate)
+    # The handoff line (Piper, about 3 s) and billing's hello (espeak, about
+    # 2.4 s) are one stretch of speech, with no pause of 0.6 s between them:
+    # no dead air at the handoff.
+    assert len(handoff) / (2 * rate) > 4.5

@@ -274,3 +274,103 @@ async def test_any_team_file_runs_against_the_simulators(tmp_path: Path) -> None
     assert report.transcript is not None
     assert json.loads(Path(report.transcript).read_text())["call_id"] == report.call_id
     assert report.interrupted is False
+
+
+SPOKEN_TEAM = """
+name: Front desk
+call:
+  idle:
+    timeout_secs: 8
+    nudges: ["Are you still there?"]
+    hangup_message: Goodbye for now.
+team:
+  start_member_id: front
+  members:
+    - id: front
+      ai:
+        engine_model: openai.gpt-4o
+        greeting: Hello, {{ company }} here.
+        parameter: {company: Acme}
+      transitions:
+        - function_name: transfer_to_billing
+          next_member_id: billing
+          handoff_message: One moment, please.
+          context: reset
+    - id: billing
+      ai:
+        engine_model: openai.gpt-4o
+        end_call: {goodbye: Goodbye!}
+      transitions:
+        - function_name: transfer_to_front
+          next_member_id: front
+          context: summary
+"""
+
+
+def test_greetings_handoff_lines_context_idle_and_end_call_reach_the_run_request(
+    tmp_path: Path,
+) -> None:
+    team_file = load(write_text(tmp_path, SPOKEN_TEAM))
+
+    body = run_request(team_file, "call-1")
+
+    assert check(team_file).errors == []
+    assert body["idle"] == {
+        "timeout_secs": 8.0,
+        "nudges": ["Are you still there?"],
+        "hangup_message": "Goodbye for now.",
+    }
+    front, billing = body["resolved_team"]["members"]
+    assert front["ai"]["greeting"] == "Hello, {{ company }} here."
+    assert front["transitions"][0]["handoff_message"] == "One moment, please."
+    assert front["transitions"][0]["context"] == "reset"
+    assert billing["ai"]["end_call"]["goodbye"] == "Goodbye!"
+    assert billing["transitions"][0]["context"] == "summary"
+    assert RunRequest.model_validate(body).idle is not None
+
+
+def test_bad_values_and_misspelled_keys_of_the_new_fields_are_refused_with_their_lines(
+    tmp_path: Path,
+) -> None:
+    text = (
+        SPOKEN_TEAM.replace("timeout_secs: 8", "timeout_secs: -1")
+        .replace('nudges: ["Are you still there?"]', "nudges: []")
+        .replace("context: reset", "context: sumary")
+        .replace("handoff_message:", "handof_message:")
+    )
+    path = write_text(tmp_path, text)
+
+    with pytest.raises(TeamFileError) as error:
+        load(path)
+
+    found = problems(error)
+    assert found[0].startswith(
+        f"{path}:{line_of(path, 'timeout_secs')}: call.idle.timeout_secs: "
+        "Input should be greater than 0"
+    )
+    assert found[1].startswith(f"{path}:{line_of(path, 'nudges')}: call.idle.nudges: List should")
+    assert found[2].startswith(
+        f"{path}:{line_of(path, 'handof_message')}: "
+        "team.members[0] (front).transitions[0].handof_message: "
+        "unknown key (did you mean 'handoff_message'?)"
+    )
+    assert found[3] == (
+        f"{path}:{line_of(path, 'sumary')}: team.members[0] (front).transitions[0].context: "
+        "Input should be 'append', 'reset' or 'summary'"
+    )
+
+
+def test_check_refuses_blank_words_naming_the_files_keys_and_lines(tmp_path: Path) -> None:
+    text = SPOKEN_TEAM.replace("Hello, {{ company }} here.", '"  "').replace(
+        "hangup_message: Goodbye for now.", 'hangup_message: " "'
+    )
+    path = write_text(tmp_path, text)
+
+    findings = check(load(path))
+
+    assert findings.errors == [
+        f"{path}:{line_of(path, 'hangup_message')}: call.idle.hangup_message: "
+        "is blank; give the words to say, or leave the field out",
+        f"{path}:{line_of(path, 'greeting')}: team.members[0] (front).ai.greeting: "
+        "is blank; give the words to say, or leave the field out",
+    ]

@@ -1,0 +1,102 @@
+"""A greeting is the first thing the caller hears, said without a model, and remembered.
+
+Single AI and team, voice and text: the greeting reaches the start member's
+voice (or Go, as the bot's text) before the LLM is asked anything, and the
+first LLM request, made when the caller answers, holds it as the
+assistant's first message.
+"""
+
+from __future__ import annotations
+
+import httpx
+
+from playground.server import RunnerServer
+from simulators.manager import Caller
+from simulators.openai import Reply
+
+from conftest import Cloud
+from scenarios import CALL_ID, TEAM_CALL_ID, caller_says, team_request, voice_request
+
+GREETING = "Hello, this is Ava at Acme. How can I help?"
+
+
+async def test_a_single_ai_greets_in_its_voice_before_any_llm_request(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    cloud.openai.push(Reply.say("Let me look into that."))
+    call = cloud.manager.expect_call(CALL_ID, caller=Caller(Caller.silence(0.5)))
+
+    response = await http.post(f"{runner.url}/run", json=voice_request(greeting=GREETING))
+
+    assert response.status_code == 200, response.text
+    await cloud.cartesia.wait_until(lambda: bool(cloud.cartesia.texts_for_voice("voice-a")), 10)
+    await call.wait_bot_audio(min_secs=0.3, timeout=10)
+    assert cloud.cartesia.texts_for_voice("voice-a") == [GREETING]
+    assert cloud.openai.requests == []
+    # Go saw the greeting as the bot's words.
+    await call.wait(lambda c: GREETING in c.bot_llm_text(), 10, "the greeting as bot text")
+    assert GREETING in call.bot_transcripts()
+
+    await caller_says(cloud, "My bill is wrong.", call_id=CALL_ID)
+
+    [first] = await cloud.openai.wait_for_requests(1, timeout=15)
+    greeted = next(r for r in cloud.cartesia.requests if r.transcript == GREETING)
+    assert greeted.received_at < first.received_at
+    assert first.system_prompt == "You are Ava, a helpful assistant."
+    assert [m for m in first.messages if m["role"] != "system"] == [
+        {"role": "assistant", "content": GREETING},
+        {"role": "user", "content": "My bill is wrong."},
+    ]
+
+
+async def test_a_team_start_member_greets_in_its_voice_and_its_llm_waits_for_the_caller(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    body = team_request()
+    greeter = body["resolved_team"]["members"][0]
+    greeter["ai"]["greeting"] = "Welcome to {{ company }}, how can I help?"
+    cloud.openai.push(Reply.say("Happy to help."))
+    call = cloud.manager.expect_call(TEAM_CALL_ID, caller=Caller(Caller.silence(0.5)))
+
+    assert (await http.post(f"{runner.url}/run", json=body)).status_code == 200
+
+    greeting = "Welcome to Acme, how can I help?"
+    await cloud.cartesia.wait_until(
+        lambda: cloud.cartesia.texts_for_voice("voice-greeter") == [greeting], 10
+    )
+    await call.wait(lambda c: greeting in c.bot_llm_text(), 10, "the greeting as bot text")
+    assert cloud.openai.requests == [] and cloud.grok.requests == []
+
+    await caller_says(cloud, "Hi there.")
+
+    [first] = await cloud.openai.wait_for_requests(1, timeout=15)
+    assert first.system_prompt == "You greet callers for Acme."
+    assert [m for m in first.messages if m["role"] != "system"] == [
+        {"role": "assistant", "content": greeting},
+        {"role": "user", "content": "Hi there."},
+    ]
+
+
+async def test_a_call_without_a_voice_sends_the_greeting_to_go_as_the_bots_text(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    cloud.openai.push(Reply.say("Of course."))
+    call = cloud.manager.expect_call(CALL_ID, caller=Caller(Caller.silence(0.5)))
+    body = voice_request(greeting=GREETING, tts_type=None, tts_voice_id=None)
+
+    assert (await http.post(f"{runner.url}/run", json=body)).status_code == 200
+
+    await call.wait(lambda c: c.bot_llm_text() == [GREETING], 10, "the greeting as bot text")
+    assert call.bot_transcripts() == [GREETING]
+    assert call.audio_chunks() == []
+    assert cloud.cartesia.connections_opened == 0
+    assert cloud.openai.requests == []
+
+    await caller_says(cloud, "Can you help me?", call_id=CALL_ID)
+
+    [first] = await cloud.openai.wait_for_requests(1, timeout=15)
+    assert [m for m in first.messages if m["role"] != "system"] == [
+        {"role": "assistant", "content": GREETING},
+        {"role": "user", "content": "Can you help me?"},
+    ]
+    await call.wait(lambda c: c.bot_llm_text() == [GREETING, "Of course."], 10, "the reply")

@@ -1,0 +1,175 @@
+"""A transition's handoff line is said in the current member's voice while the next member starts.
+
+The greeter hands a billing question to billing with ``handoff_message``.
+Its voice (Cartesia, voice-greeter) gets the line before billing's voice
+(ElevenLabs, voice-billing) gets billing's first words; billing's LLM is
+asked while the line is still playing; the caller hears the line whole and
+then billing, never the two interleaved, even when the greeter's voice is
+slow to finish; and Go reads the line as the bot's words.
+"""
+
+from __future__ import annotations
+
+import httpx
+
+from playground.server import RunnerServer
+from simulators.manager import AudioChunk, Caller, CallRecord
+from simulators.openai import Reply
+
+from conftest import Cloud, cloud_settings
+from scenarios import TEAM_CALL_ID, caller_says, team_request
+
+HANDOFF = "One moment, I am putting you through to our billing team."
+
+
+def handoff_team(line: str = HANDOFF) -> dict:
+    body = team_request()
+    to_billing = body["resolved_team"]["members"][0]["transitions"][0]
+    to_billing.update(handoff_message=line)
+    return body
+
+
+def voice_of(cloud: Cloud, chunk: AudioChunk) -> str | None:
+    return cloud.voices.identify_voice(chunk.pcm, 16000, ["voice-greeter", "voice-billing"])
+
+
+def voice_of_each_chunk(cloud: Cloud, call: CallRecord) -> list[str | None]:
+    return [voice_of(cloud, c) for c in call.audio_chunks()]
+
+
+def secs_in(cloud: Cloud, call: CallRecord, voice: str) -> float:
+    """Seconds of bot audio received in ``voice`` (after the greeter's first reply)."""
+    return sum(c.secs for c in call.audio_chunks()[1:] if voice_of(cloud, c) == voice)
+
+
+def runs(voices: list[str | None]) -> list[str]:
+    out: list[str] = []
+    for voice in voices:
+        if voice is not None and (not out or out[-1] != voice):
+            out.append(voice)
+    return out
+
+
+def playout_end(call: CallRecord, cloud: Cloud, voice: str) -> float:
+    """When the media server finished playing the last chunk it heard in ``voice``."""
+    ends = [
+        start + len(pcm) / 32000
+        for start, pcm in call.heard_bot_audio()
+        if cloud.voices.identify_voice(pcm, 16000, [voice]) == voice
+    ]
+    return max(ends)
+
+
+async def test_the_handoff_line_is_said_in_the_current_voice_while_the_next_llm_answers(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    cloud.openai.push(Reply.say("Welcome to Acme."), Reply.call("transfer_to_billing"))
+    cloud.grok.push(Reply.say("Billing here, how can I help?"))
+    call = cloud.manager.expect_call(TEAM_CALL_ID, caller=Caller(Caller.silence(0.5)))
+    assert (await http.post(f"{runner.url}/run", json=handoff_team())).status_code == 200
+    await call.wait_rtvi("bot-llm-stopped", timeout=10)
+
+    await caller_says(cloud, "I have a billing question.")
+
+    await call.wait(
+        lambda c: "Billing here, how can I help?" in c.bot_llm_text(), 15, "billing's answer"
+    )
+    await call.wait(lambda c: runs(voice_of_each_chunk(cloud, c))[-1:] == ["voice-billing"], 10)
+    [line] = [r for r in cloud.cartesia.requests if r.transcript == HANDOFF]
+    [answer] = [r for r in cloud.elevenlabs.requests if r.transcript]
+    assert line.voice_id == "voice-greeter"
+    assert line.received_at < answer.received_at
+    # Billing's LLM was asked while the caller was still hearing the line.
+    [billing_first] = cloud.grok.requests
+    assert billing_first.received_at < playout_end(call, cloud, "voice-greeter")
+    # The caller heard the greeter (welcome, then the line), then billing.
+    assert runs(voice_of_each_chunk(cloud, call)) == ["voice-greeter", "voice-billing"]
+    # Go read the line as the bot's words, between the two members' replies.
+    assert call.bot_llm_text() == [
+        "Welcome to Acme.",
+        HANDOFF,
+        "Billing here, how can I help?",
+    ]
+    # No model wrote it, and it is not put in billing's context as if billing had said it.
+    assert all(HANDOFF not in str(m.get("content")) for m in billing_first.messages)
+    assert all(HANDOFF not in (r.reply.text or "") for r in cloud.openai.requests if r.reply)
+
+
+async def test_the_next_voice_waits_until_the_previous_one_has_said_the_line(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    # The greeter's voice streams its audio slowly; billing answers at once.
+    cloud.cartesia.chunk_delay = 0.08
+    cloud.openai.push(Reply.say("Hi."), Reply.call("transfer_to_billing"))
+    cloud.grok.push(Reply.say("Billing here, how can I help?"))
+    call = cloud.manager.expect_call(TEAM_CALL_ID, caller=Caller(Caller.silence(0.5)))
+    assert (await http.post(f"{runner.url}/run", json=handoff_team())).status_code == 200
+    await call.wait_rtvi("bot-llm-stopped", timeout=10)
+
+    await caller_says(cloud, "Billing, please.")
+
+    # Wait for all of both: the line (0.57 s of tone) and billing's answer (0.29 s).
+    await call.wait(lambda c: secs_in(cloud, c, "voice-greeter") >= 0.55, 15, "the line")
+    await call.wait(lambda c: secs_in(cloud, c, "voice-billing") >= 0.25, 15, "billing")
+    voices = [v for v in voice_of_each_chunk(cloud, call) if v is not None]
+    first_billing = voices.index("voice-billing")
+    assert voices[:first_billing] == ["voice-greeter"] * first_billing
+    assert set(voices[first_billing:]) == {"voice-billing"}
+    # And billing's LLM was still asked while the greeter's voice was making the line.
+    [billing_first] = cloud.grok.requests
+    line_chunks = [c for c in call.audio_chunks()[1:] if voice_of(cloud, c) == "voice-greeter"]
+    assert billing_first.received_at < line_chunks[-1].at
+
+
+async def test_in_a_call_without_a_voice_the_handoff_line_is_the_bots_text(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    body = handoff_team()
+    body.update(tts_type=None, tts_voice_id=None)
+    cloud.openai.push(Reply.say("Welcome."), Reply.call("transfer_to_billing"))
+    cloud.grok.push(Reply.say("Billing here."))
+    call = cloud.manager.expect_call(TEAM_CALL_ID, caller=Caller(Caller.silence(0.5)))
+    assert (await http.post(f"{runner.url}/run", json=body)).status_code == 200
+    await call.wait_rtvi("bot-llm-stopped", timeout=10)
+
+    await caller_says(cloud, "Billing, please.")
+
+    await call.wait(lambda c: "Billing here." in c.bot_llm_text(), 15, "billing's answer")
+    assert call.bot_llm_text() == ["Welcome.", HANDOFF, "Billing here."]
+    assert HANDOFF in call.bot_transcripts()
+    assert call.audio_chunks() == []
+
+
+async def test_a_caller_who_talks_over_the_line_gets_the_next_member_at_once(
+    cloud: Cloud, http: httpx.AsyncClient
+) -> None:
+    # The greeter's voice takes seconds to make a long line; the voice router
+    # would wait for it (up to RUNNER_TTS_TIMEOUT_SECS, here 60 s) but for the
+    # barge-in, which cuts the line off and lets billing's voice speak.
+    cloud.cartesia.chunk_delay = 0.3
+    body = handoff_team(line="Please hold on. " * 12)
+    cloud.openai.push(Reply.say("Hi."), Reply.call("transfer_to_billing"))
+    cloud.grok.push(Reply.say("Billing here."), Reply.say("Sure, go ahead."))
+    call = cloud.manager.expect_call(TEAM_CALL_ID, caller=Caller(Caller.silence(0.5)))
+    async with RunnerServer(cloud_settings(cloud, tts_timeout_secs=60.0)) as runner:
+        assert (await http.post(f"{runner.url}/run", json=body)).status_code == 200
+        await call.wait_rtvi("bot-llm-stopped", timeout=10)
+        await caller_says(cloud, "Billing, please.")
+        await call.wait_member_switches(1, timeout=15)
+
+        await caller_says(cloud, "Wait, one more thing.")
+
+        await call.wait(lambda c: bool(c.flushes()), 10, "the barge-in")
+        await cloud.elevenlabs.wait_until(
+            lambda: "Sure, go ahead." in cloud.elevenlabs.texts_for_voice("voice-billing"), 15
+        )
+        await call.wait(lambda c: secs_in(cloud, c, "voice-billing") >= 0.1, 10, "billing")
+        # The line was cut off: the caller heard only part of it, then billing.
+        flushed_at = call.flushes()[-1].at
+        heard_line = [
+            start
+            for start, pcm in call.heard_bot_audio()
+            if start > flushed_at
+            and cloud.voices.identify_voice(pcm, 16000, ["voice-greeter"]) == "voice-greeter"
+        ]
+        assert heard_line == []
