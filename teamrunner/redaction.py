@@ -5,8 +5,8 @@ a provider's SDK may log the URL it failed to reach (Cartesia carries the key
 in its query string), or an error text may quote a header. So every key the
 process knows (from its environment and from running calls) is registered
 with one ``Redactor``, and the places where text leaves the process pass
-through it: the loguru sink, the serializer of the output socket, and HTTP
-error bodies.
+through it: the loguru sink, the serializer of the output socket
+(``teamrunner.manager.transport``), and HTTP error bodies.
 """
 
 from __future__ import annotations
@@ -16,13 +16,6 @@ import threading
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
-
-from pipecat.frames.frames import (
-    Frame,
-    OutputTransportMessageFrame,
-    OutputTransportMessageUrgentFrame,
-)
-from pipecat.serializers.protobuf import ProtobufFrameSerializer
 
 REDACTED = "[redacted]"
 
@@ -87,18 +80,3 @@ class Redactor:
             if self.redact(text) != text:
                 record["exception"] = None
                 record["message"] += f" ({type(exception.value).__name__}: {self.redact(text)})"
-
-
-class RedactingSerializer(ProtobufFrameSerializer):
-    """pipecat's protobuf serializer, scrubbing secrets from messages bound for Go."""
-
-    def __init__(self, redactor: Redactor) -> None:
-        super().__init__()
-        self._redactor = redactor
-
-    async def serialize(self, frame: Frame) -> str | bytes | None:
-        if isinstance(frame, (OutputTransportMessageFrame, OutputTransportMessageUrgentFrame)):
-            message = self._redactor.redact_json(frame.message)
-            if message is not frame.message:
-                frame = type(frame)(message=message)
-        return await super().serialize(frame)

@@ -12,7 +12,7 @@ joins. With tracing off the OpenTelemetry API is a no-op and costs nothing.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -23,12 +23,6 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
 
 TRACER = "pipecat-team-runner"
-OTLP_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-
-
-def wanted(environ: Mapping[str, str]) -> bool:
-    """Whether the environment asks for traces without saying ``RUNNER_TRACING``."""
-    return any(environ.get(name) for name in OTLP_VARIABLES)
 
 
 def setup_tracing() -> TracerProvider | None:

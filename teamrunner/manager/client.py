@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
 from loguru import logger
+
+if TYPE_CHECKING:
+    import aiohttp
 
 from teamrunner.config import Settings
 
@@ -38,6 +40,9 @@ class ManagerClient:
         self._session: aiohttp.ClientSession | None = None
 
     def _http(self) -> aiohttp.ClientSession:
+        # Imported when a call first needs pipecat-manager, not when the runner starts.
+        import aiohttp
+
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=64, keepalive_timeout=30)
@@ -63,6 +68,8 @@ class ManagerClient:
             "type": "function",
             "function": {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)},
         }
+        import aiohttp
+
         timeout = self._settings.tool_timeout_secs
         try:
             async with self._http().post(
@@ -91,6 +98,8 @@ class ManagerClient:
         after ``notify_timeout_secs`` so a slow manager costs the call nothing.
         """
         url = f"{self._settings.manager_http_url}/{call_id}/member-switched"
+        import aiohttp
+
         timeout = self._settings.notify_timeout_secs
         try:
             async with self._http().post(

@@ -25,10 +25,13 @@ from pipecat.frames.frames import (
     Frame,
     InputAudioRawFrame,
     InterruptionFrame,
+    OutputTransportMessageFrame,
+    OutputTransportMessageUrgentFrame,
     StartFrame,
     TextFrame,
 )
 from pipecat.processors.frame_processor import FrameDirection
+from pipecat.serializers.protobuf import ProtobufFrameSerializer
 from pipecat.transports.websocket.client import (
     WebsocketClientInputTransport,
     WebsocketClientOutputTransport,
@@ -36,7 +39,8 @@ from pipecat.transports.websocket.client import (
     WebsocketClientTransport,
 )
 
-from teamrunner.redaction import RedactingSerializer, Redactor
+from teamrunner.manager.urls import socket_url
+from teamrunner.redaction import Redactor
 
 FLUSH_MEDIA = "FLUSH_MEDIA"
 SAMPLE_RATE = 16000
@@ -44,6 +48,21 @@ SAMPLE_RATE = 16000
 # Caller audio held before the pipeline starts: 10 s of 20 ms frames is far
 # more than a start takes, and bounds the memory a misbehaving peer can use.
 EARLY_AUDIO_FRAMES = 500
+
+
+class RedactingSerializer(ProtobufFrameSerializer):
+    """pipecat's protobuf serializer, scrubbing the redactor's secrets from messages to Go."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        super().__init__()
+        self._redactor = redactor
+
+    async def serialize(self, frame: Frame) -> str | bytes | None:
+        if isinstance(frame, (OutputTransportMessageFrame, OutputTransportMessageUrgentFrame)):
+            message = self._redactor.redact_json(frame.message)
+            if message is not frame.message:
+                frame = type(frame)(message=message)
+        return await super().serialize(frame)
 
 
 class UnpacedOutputTransport(WebsocketClientOutputTransport):
@@ -110,10 +129,6 @@ class ManagerSockets:
 
     input: _InputSocket | None
     output: _OutputSocket
-
-
-def socket_url(base_ws_url: str, call_id: str, direction: str) -> str:
-    return f"{base_ws_url}/{call_id}/ws?direction={direction}"
 
 
 def open_sockets(

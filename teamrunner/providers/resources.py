@@ -11,11 +11,12 @@ keep-alive connection behind each call), and speech models are loaded once
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
-
-from openai import AsyncOpenAI, DefaultAsyncHttpxClient
+from typing import TYPE_CHECKING, Any
 
 from teamrunner.speech_models import SpeechModels
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
 
 
 class OpenAIClients:
@@ -53,6 +54,9 @@ class OpenAIClients:
         )
         client = self._clients.get(key)
         if client is None:
+            # The SDK takes about a second to import: only a call that needs it pays.
+            from openai import AsyncOpenAI, DefaultAsyncHttpxClient
+
             client = AsyncOpenAI(
                 api_key=api_key,
                 base_url=base_url,

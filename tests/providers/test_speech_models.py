@@ -381,3 +381,24 @@ def test_one_speech_models_loads_each_model_once_for_any_number_of_calls(
         SharedPiperTTSService(voice=models.piper_voice(), lock=models.piper_lock)
 
     assert models.loads == 4
+
+
+def test_preloading_loads_each_named_model_once_and_calls_then_load_nothing(
+    models: SpeechModels,
+) -> None:
+    models.preload(["silero", "smart-turn"])
+    assert models.loads == 2
+    models.vad()
+    models.smart_turn()
+    models.preload(["silero"])
+    assert models.loads == 2
+
+
+def test_preload_setting_names_every_unknown_model() -> None:
+    from teamrunner.errors import ConfigError
+    from teamrunner.warmup import preload_names
+
+    assert preload_names(" silero , whisper,") == ("silero", "whisper")
+    assert preload_names("") == ()
+    with pytest.raises(ConfigError, match="names vad, kaldi: not a speech model"):
+        preload_names("silero,vad,kaldi")
