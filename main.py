@@ -19,28 +19,31 @@ drains: ``/ready`` and ``/run`` answer 503 at once while live calls go on
 for up to ``RUNNER_DRAIN_SECS``; a second signal ends them all at once.
 This module builds the application and hands the call lifecycle
 (``teamrunner.sessions``) the call builder of ``run.py``.
+
+With ``RUNNER_WORKERS`` above 1 (by default, one per core) ``python main.py``
+is the front of a pool (``teamrunner.workers``): it serves the same API on
+the same port and places each call on one of its worker processes, each of
+which runs this application, as a single runner does, on a socket of its
+own (``serve_worker``). With 1 there is no front: the process is the runner.
+``uvicorn main:app`` always serves a single process.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Annotated, Any
 
-from fastapi import FastAPI, Query, Request
-from fastapi.exceptions import RequestValidationError
+from fastapi import FastAPI, Query
 from fastapi.responses import JSONResponse, Response
 from loguru import logger
-from starlette.exceptions import HTTPException
 
 from run import build_call
 from teamrunner import tracing
 from teamrunner.config import Settings
 from teamrunner.contract import CallId, RunRequest
-from teamrunner.errors import Problem, RequestError, StartError
 from teamrunner.logs import configure_logging, install_redaction
 from teamrunner.metrics import CONTENT_TYPE
 from teamrunner.plan import plan_call
@@ -49,7 +52,6 @@ from teamrunner.responses import (
     Calls,
     Health,
     MemberRef,
-    ProblemItem,
     Ready,
     RunStarted,
     Stopped,
@@ -57,25 +59,22 @@ from teamrunner.responses import (
     error_responses,
 )
 from teamrunner.runtime import Runtime
+from teamrunner.serving.answers import REFUSAL_REASONS, install_error_answers
 from teamrunner.serving.limits import BodyLimits
 from teamrunner.serving.server import Drain, RunnerHTTPServer, uvicorn_config
 from teamrunner.session import EndReason, Session
 from teamrunner.sessions import Sessions
-
-# The reason label of runner_calls_refused_total, by the status /run was refused with.
-REFUSAL_REASONS = {
-    400: "invalid",
-    404: "not_found",
-    408: "timeout",
-    409: "conflict",
-    413: "too_large",
-    422: "invalid",
-    500: "start_failed",
-}
+from teamrunner.workers import become_worker, serve_front, warm_up, worker_count
 
 
-def create_app(settings: Settings | None = None, *, configure_logs: bool = True) -> FastAPI:
-    """The application; ``settings`` default to the environment, read now."""
+def create_app(
+    settings: Settings | None = None, *, configure_logs: bool = True, warm: bool = False
+) -> FastAPI:
+    """The application; ``settings`` default to the environment, read now.
+
+    ``warm`` loads the speech models before the application answers (a pool's
+    workers do, so that none is ready before it can take a call at full speed).
+    """
     resolved = settings or Settings.from_env()
 
     @asynccontextmanager
@@ -87,13 +86,17 @@ def create_app(settings: Settings | None = None, *, configure_logs: bool = True)
             )
         else:
             install_redaction(runtime.redactor)
+        if warm:
+            warm_up(runtime)
         # A tracer provider made here is shut down (its spans flushed) at the end.
         provider = tracing.setup_tracing() if resolved.tracing else None
         app.state.runtime = runtime
         app.state.sessions = Sessions(runtime, build_call)
+        # A pool's worker listens on the front's private socket; the front logs the port.
+        where = "" if warm else f"listening on {resolved.host}:{resolved.port}, "
         logger.info(
-            f"runner ready; pipecat-manager at {resolved.pipecatcall_address}, "
-            f"listening on {resolved.host}:{resolved.port}, at most {resolved.max_calls} calls"
+            f"{'worker' if warm else 'runner'} ready; pipecat-manager at "
+            f"{resolved.pipecatcall_address}, {where}at most {resolved.max_calls} calls"
         )
         try:
             yield
@@ -113,7 +116,11 @@ def create_app(settings: Settings | None = None, *, configure_logs: bool = True)
             app, scope["method"], scope["path"], status, reason
         ),
     )
-    _add_error_handlers(app)
+    install_error_answers(
+        app,
+        lambda method, path, status, reason: _refused(app, method, path, status, reason),
+        lambda text: app.state.runtime.redactor.redact(text),
+    )
     _add_routes(app)
     return app
 
@@ -193,81 +200,7 @@ def _refused(app: FastAPI, method: str, path: str, status: int, reason: str) -> 
         runtime.metrics.calls_refused.labels(label).inc()
 
 
-def _error(
-    app: FastAPI,
-    request: Request,
-    status: int,
-    message: str,
-    problems: list[Problem] | None = None,
-    headers: dict[str, str] | None = None,
-) -> JSONResponse:
-    _refused(app, request.method, request.url.path, status, message)
-    items = [ProblemItem(field=p.field, message=p.message) for p in problems or []]
-    return JSONResponse(error_body(message, items), status_code=status, headers=headers)
-
-
-def _add_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(RequestValidationError)
-    async def invalid_shape(request: Request, exc: RequestValidationError) -> JSONResponse:
-        content_type = request.headers.get("content-type", "")
-        if request.method == "POST" and request.url.path == "/run" and "json" not in content_type:
-            return _error(
-                app,
-                request,
-                422,
-                "the /run body must be JSON sent with Content-Type: application/json",
-                [Problem("body", "not JSON")],
-            )
-        problems = [
-            Problem(_field_path(error.get("loc", ())), error.get("msg", "invalid"))
-            for error in exc.errors()
-        ]
-        summary = "; ".join(str(p) for p in problems)
-        return _error(
-            app, request, 422, f"request does not match the contract: {summary}", problems
-        )
-
-    @app.exception_handler(RequestError)
-    async def refused(request: Request, exc: RequestError) -> JSONResponse:
-        headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
-        return _error(app, request, exc.status, exc.message, exc.problems, headers)
-
-    @app.exception_handler(StartError)
-    async def not_started(request: Request, exc: StartError) -> JSONResponse:
-        runtime: Runtime = app.state.runtime
-        message = runtime.redactor.redact(f"call could not start: {exc}")
-        problem = Problem(exc.component, runtime.redactor.redact(exc.reason))
-        return _error(app, request, 500, message, [problem])
-
-    @app.exception_handler(HTTPException)
-    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
-        # FastAPI's own answers (a body it cannot parse, an unknown route or method).
-        message = exc.detail if isinstance(exc.detail, str) else "the request was refused"
-        headers = dict(exc.headers) if exc.headers else None
-        return _error(app, request, exc.status_code, message, headers=headers)
-
-    @app.exception_handler(Exception)
-    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
-        runtime: Runtime = app.state.runtime
-        logger.exception(f"unexpected error on {request.url.path}")
-        message = runtime.redactor.redact(f"runner error: {type(exc).__name__}: {exc}")
-        return _error(app, request, 500, message)
-
-
-def _field_path(loc: tuple[Any, ...]) -> str:
-    """``("body", "resolved_team", "members", 1, "ai")`` → ``resolved_team.members[1].ai``."""
-    path = ""
-    for part in loc:
-        if part in ("body", "query") and not path:
-            continue
-        if isinstance(part, int):
-            path += f"[{part}]"
-        else:
-            path += f".{part}" if path else str(part)
-    return path or "body"
-
-
-def serve(app: FastAPI, settings: Settings) -> None:
+def serve(app: FastAPI, settings: Settings, **uvicorn_options: Any) -> None:
     """Serve ``app`` until a signal, draining its calls first."""
 
     def drain() -> Drain | None:
@@ -276,8 +209,16 @@ def serve(app: FastAPI, settings: Settings) -> None:
             return None
         return Drain(start=lambda: sessions.drain(settings.drain_secs), hurry=sessions.hurry)
 
-    server = RunnerHTTPServer(uvicorn_config(app, settings), drain)
-    asyncio.run(server.serve())
+    server = RunnerHTTPServer(uvicorn_config(app, settings, **uvicorn_options), drain)
+    server.run()
+    if not server.started:
+        raise SystemExit(3)  # as uvicorn exits when the application could not start
+
+
+def serve_worker(settings: Settings, socket: str, index: int, front_pid: int) -> None:
+    """One worker of a pool, in a process the front started: this runner on a private socket."""
+    become_worker(index, front_pid)
+    serve(create_app(settings, warm=True), settings, uds=socket)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -296,7 +237,11 @@ def main(argv: list[str] | None = None) -> None:
         host=args.host or settings.host,
         port=args.port if args.port is not None else settings.port,
     )
-    serve(create_app(settings), settings)
+    workers = worker_count(settings)
+    if workers == 1:
+        serve(create_app(settings), settings)
+    else:
+        serve_front(settings, workers, serve_worker)
 
 
 def __getattr__(name: str) -> Any:

@@ -82,12 +82,15 @@ class RunnerProcess:
             # Calls still up when a benchmark ends need no drain.
             "RUNNER_DRAIN_SECS": "1",
             "RUNNER_MAX_CALLS": "1000",
+            # One process unless a benchmark asks for a pool (bench/capacity.py does).
+            "RUNNER_WORKERS": "1",
             **environment,
             "RUNNER_HOST": "127.0.0.1",
             "RUNNER_PORT": str(self.port),
             "RUNNER_LOG_LEVEL": log_level,
         }
         self._process: asyncio.subprocess.Process | None = None
+        self._pids: list[int] = []
 
     @property
     def url(self) -> str:
@@ -139,16 +142,55 @@ class RunnerProcess:
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
+    def pids(self) -> list[int]:
+        """The runner's processes: the one process, or a pool's front and its workers.
+
+        Found once (scanning ``/proc`` costs the benchmark's own core), and again
+        only when one of them has gone.
+        """
+        if self._pids and all(Path(f"/proc/{pid}").exists() for pid in self._pids):
+            return self._pids
+        children = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = _stat_fields(stat)
+            except (OSError, IndexError):
+                continue  # it ended while being read
+            if int(fields[1]) == self.pid:
+                children.append(int(stat.parent.name))
+        self._pids = [self.pid, *children]
+        return self._pids
+
     def cpu_seconds(self) -> float:
-        """User plus system CPU time of the runner so far, every thread included."""
-        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+        """User plus system CPU time of the runner so far, every thread and worker included."""
+        total = 0
+        for pid in self.pids():
+            try:
+                fields = _stat_fields(Path(f"/proc/{pid}/stat"))
+            except (OSError, IndexError):
+                continue
+            total += int(fields[11]) + int(fields[12])
+        return total / CLOCK_TICKS
 
     def rss_mib(self) -> float:
-        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-        raise RuntimeError("no VmRSS in /proc/<pid>/status")
+        """Resident memory of the runner's processes together."""
+        total = 0.0
+        for pid in self.pids():
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue
+            for line in status.splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) / 1024
+        if not total:
+            raise RuntimeError("no VmRSS in /proc/<pid>/status")
+        return total
+
+
+def _stat_fields(stat: Path) -> list[str]:
+    """The fields of ``/proc/<pid>/stat`` after the command name: state, ppid, ..."""
+    return stat.read_text().rsplit(")", 1)[1].split()
 
 
 def voice_call(call_id: str, prompt: str, llm_type: str = "openai.gpt-4o") -> dict[str, Any]:
@@ -177,12 +219,16 @@ async def caller_turn(
     return first, call.audio_chunks()[first].at - ended
 
 
+# The cores this process could use when it started, before split_cores pinned it.
+ALL_CORES = frozenset(os.sched_getaffinity(0))
+
+
 def split_cores() -> tuple[set[int], set[int]]:
     """(the runner's cores, the benchmark's): apart, so the simulators don't crowd the runner.
 
     Pins this process to the second set. On one core both get it.
     """
-    cores = sorted(os.sched_getaffinity(0))
+    cores = sorted(ALL_CORES)
     if len(cores) < 2:
         return set(cores), set(cores)
     runner, rest = {cores[0]}, set(cores[1:])

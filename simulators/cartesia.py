@@ -196,10 +196,9 @@ class _Session:
         bytes_per_char = round(char_s * rate) * bytes_per_sample(encoding)
         words = word_timings(transcript, rate, self._sim.ms_per_char)
         await self._sim.hold_while_stalled()
-        await asyncio.sleep(self._sim.first_audio_delay)
-        for first_char in range(0, len(transcript), chars_per_chunk):
-            if first_char:
-                await asyncio.sleep(self._sim.chunk_delay)
+        stream = self._sim.stream()
+        for index, first_char in enumerate(range(0, len(transcript), chars_per_chunk)):
+            await stream.before_chunk(index, first_char * char_s)
             last_char = min(first_char + chars_per_chunk, len(transcript))
             data = audio[first_char * bytes_per_char : last_char * bytes_per_char]
             if not first_char:

@@ -252,10 +252,9 @@ class _Session:
         chars_per_chunk = max(1, round(CHUNK_SECONDS / char_s))
         bytes_per_char = round(char_s * self._rate) * bytes_per_sample(self._encoding)
         await self._sim.hold_while_stalled()
-        await asyncio.sleep(self._sim.first_audio_delay)
-        for first in range(0, len(text), chars_per_chunk):
-            if first:
-                await asyncio.sleep(self._sim.chunk_delay)
+        stream = self._sim.stream()
+        for index, first in enumerate(range(0, len(text), chars_per_chunk)):
+            await stream.before_chunk(index, first * char_s)
             chars = list(text[first : first + chars_per_chunk])
             alignment = {
                 "chars": chars,

@@ -4,6 +4,12 @@
 ``VoiceBook`` saying which tone each voice speaks in, the knobs for how fast
 and when audio comes, the ``SpeechRequest``s received, and a command line.
 It holds no protocol: each provider's messages live in its own module.
+
+By default a reply's audio goes out as fast as it is made, which is what a
+test wants. ``Pacing`` makes the voice stream the way the real providers do,
+which is what a benchmark of a loaded runner wants: the first chunk after
+about 150 ms, then audio at 1.5 times real time, so a two-second reply is
+spread over about 1.5 s instead of arriving as one burst of chunks.
 """
 
 from __future__ import annotations
@@ -12,10 +18,52 @@ import argparse
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Self
+from dataclasses import dataclass
+from typing import Any, Self
 
 from simulators.server import ConnT, ProviderSimulator, print_event, serve_until_interrupted
 from simulators.voices import DEFAULT_MS_PER_CHAR, SpeechRequest, VoiceBook
+
+
+@dataclass(frozen=True)
+class Pacing:
+    """How a streaming voice times its audio: the first chunk, then a steady rate.
+
+    Attributes:
+        first_audio_secs: From the text's arrival to its first audio chunk.
+        speed: Audio sent per second of wall time, in seconds (1.5: half again real time).
+    """
+
+    first_audio_secs: float = 0.150
+    speed: float = 1.5
+
+
+#: What Cartesia and ElevenLabs streaming voices measure like: first audio in about
+#: 150 ms, then faster than real time, but not by much.
+PROVIDER_PACING = Pacing()
+
+
+class AudioStream:
+    """When each chunk of one reply may go out: as fast as possible, or paced.
+
+    Chunks are due at absolute times from the reply's start, so a slow event
+    loop does not make a paced voice drift further and further behind.
+    """
+
+    def __init__(self, sim: TTSSimulator[Any]) -> None:
+        self._sim = sim
+        self._started = time.monotonic()
+
+    async def before_chunk(self, index: int, audio_secs_sent: float) -> None:
+        """Wait until chunk ``index`` is due, ``audio_secs_sent`` of audio after the first."""
+        pacing = self._sim.pacing
+        if pacing is not None:
+            due = self._started + pacing.first_audio_secs + audio_secs_sent / pacing.speed
+            await asyncio.sleep(max(0.0, due - time.monotonic()))
+        elif index == 0:
+            await asyncio.sleep(self._sim.first_audio_delay)
+        else:
+            await asyncio.sleep(self._sim.chunk_delay)
 
 
 class TTSSimulator(ProviderSimulator[ConnT]):
@@ -27,6 +75,8 @@ class TTSSimulator(ProviderSimulator[ConnT]):
         ms_per_char: how long each character of text lasts in the audio.
         chunk_delay: seconds between audio chunks, so a test can interrupt
             a generation part-way (0 sends them back to back).
+        pacing: stream like a real provider instead (``PROVIDER_PACING``);
+            when set, ``first_audio_delay`` and ``chunk_delay`` are not used.
         on_event: called with one readable line per notable event.
 
     Set ``stalled`` to make the voice accept text and send nothing back, as a
@@ -40,6 +90,7 @@ class TTSSimulator(ProviderSimulator[ConnT]):
         first_audio_delay: float = 0.0,
         ms_per_char: float = DEFAULT_MS_PER_CHAR,
         chunk_delay: float = 0.0,
+        pacing: Pacing | None = None,
         on_event: Callable[[str], None] | None = None,
     ) -> None:
         super().__init__(on_event=on_event)
@@ -47,6 +98,7 @@ class TTSSimulator(ProviderSimulator[ConnT]):
         self.first_audio_delay = first_audio_delay
         self.ms_per_char = ms_per_char
         self.chunk_delay = chunk_delay
+        self.pacing = pacing
         self.stalled = False
         self.requests: list[SpeechRequest] = []
         # When the first audio of each (context id, text) went out: benchmarks
@@ -69,6 +121,10 @@ class TTSSimulator(ProviderSimulator[ConnT]):
         while self.stalled:  # noqa: ASYNC110 - a plain flag, set and cleared by tests
             await asyncio.sleep(0.05)
 
+    def stream(self) -> AudioStream:
+        """The timing of one reply's audio, from now."""
+        return AudioStream(self)
+
     def audio_started(self, context_id: str, text: str) -> None:
         """Note that the first audio for ``text`` in ``context_id`` is going out now."""
         self.first_audio_at.setdefault((context_id, text), time.monotonic())
@@ -81,10 +137,16 @@ class TTSSimulator(ProviderSimulator[ConnT]):
         parser.add_argument("--port", type=int, default=0)
         parser.add_argument("--ms-per-char", type=float, default=DEFAULT_MS_PER_CHAR)
         parser.add_argument("--first-audio-delay", type=float, default=0.0, help="seconds")
+        parser.add_argument(
+            "--paced",
+            action="store_true",
+            help="stream like a real provider: first audio after 150 ms, then 1.5x real time",
+        )
         args = parser.parse_args(argv)
         sim = cls(
             first_audio_delay=args.first_audio_delay,
             ms_per_char=args.ms_per_char,
+            pacing=PROVIDER_PACING if args.paced else None,
             on_event=print_event,
         )
         serve_until_interrupted(sim, args.host, args.port, lambda: banner(sim))

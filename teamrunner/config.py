@@ -19,9 +19,11 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from teamrunner import tracing
 from teamrunner.errors import ConfigError
 from teamrunner.providers import endpoint_variables, key_variables
+
+# The standard OpenTelemetry variables that, set, turn tracing on.
+OTLP_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 
 
 def _env(name: str, default: Any, *, zero_ok: bool = False) -> Any:
@@ -52,7 +54,10 @@ class Settings:
         header_timeout_secs: How long a client may take to send a request's headers.
         body_timeout_secs: How long a client may take to send a request's body.
         max_body_bytes: The largest request body accepted (413 past it).
-        max_calls: Calls run at once; past it ``/run`` answers 503.
+        max_calls: Calls one worker process runs at once; past it ``/run`` answers 503.
+        workers: Worker processes, each running calls on a core of its own
+            behind one front process; 0 (the default) is one per core the
+            process may use, and 1 is a single process with no front at all.
         drain_secs: After SIGTERM, how long live calls may go on before they are ended.
         llm_timeout_secs: An LLM request with no first byte, or no further byte,
             for this long is abandoned.
@@ -64,6 +69,9 @@ class Settings:
         provider_metrics: Whether pipecat measures providers' time to first byte
             (``runner_provider_ttfb_seconds``); each LLM and TTS request then
             sends a few more frames down the pipeline.
+        preload_models: The speech models loaded before the runner reports ready
+            (comma-separated: silero, smart-turn, whisper, piper; empty for none);
+            any other is loaded by the first call that needs it.
         log_level: The least severe level logged (DEBUG, INFO, WARNING, ERROR).
         log_json: Whether logs are written as one flat JSON object per line.
         tracing: Whether pipecat's OpenTelemetry tracing is on.
@@ -83,6 +91,7 @@ class Settings:
     body_timeout_secs: float = _env("RUNNER_BODY_TIMEOUT_SECS", 10.0)
     max_body_bytes: int = _env("RUNNER_MAX_BODY_BYTES", 4 * 1024 * 1024)
     max_calls: int = _env("RUNNER_MAX_CALLS", 4)
+    workers: int = _env("RUNNER_WORKERS", 0)
     drain_secs: float = _env("RUNNER_DRAIN_SECS", 120.0, zero_ok=True)
     llm_timeout_secs: float = _env("RUNNER_LLM_TIMEOUT_SECS", 5.0)
     llm_retries: int = _env("RUNNER_LLM_RETRIES", 1, zero_ok=True)
@@ -91,6 +100,7 @@ class Settings:
     )
     tts_timeout_secs: float = _env("RUNNER_TTS_TIMEOUT_SECS", 5.0)
     provider_metrics: bool = _env("RUNNER_PROVIDER_METRICS", True)
+    preload_models: str = _env("RUNNER_PRELOAD_MODELS", "silero,smart-turn")
     log_level: str = _env("RUNNER_LOG_LEVEL", "INFO")
     log_json: bool = _env("RUNNER_LOG_JSON", False)
     tracing: bool = _env("RUNNER_TRACING", False)
@@ -133,7 +143,7 @@ class Settings:
             raw = env.get(name) if name else None
             if name and raw:
                 values[setting.name] = _parse(name, raw, setting.default, setting.metadata)
-        if tracing.wanted(env):
+        if any(env.get(name) for name in OTLP_VARIABLES):
             values.setdefault("tracing", True)
         return cls(
             keys={name: SecretStr(env[name]) for name in key_variables() if env.get(name)},

@@ -6,11 +6,28 @@ a call reaches these through the call's ``CallJournal``; the call lifecycle
 counts starts, refusals and ends. Labels are bounded: reasons and outcomes
 are fixed words, providers are registry names, and team and member labels
 are the ids of the teams the runner is given.
+
+A pool of worker processes (``teamrunner.workers``) answers ``/metrics`` for
+the whole runner from its front. The workers run prometheus-client's
+multiprocess mode: each writes its values to files of its own in a
+directory the front made, and the front reads them all with
+prometheus-client's own ``MultiProcessCollector``. That way a worker that
+dies loses nothing it counted (its files stay; only its share of the live
+``runner_calls_active`` gauge is dropped), and a scrape never waits on a
+busy worker. The front adds what it counts itself (``PoolMetrics``:
+requests it refused before any worker saw them, calls lost with a worker,
+the workers up), summed into the same series.
 """
 
 from __future__ import annotations
 
+import glob
+import os
+from collections.abc import Iterable, Iterator
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.metrics_core import Metric
+from prometheus_client.multiprocess import MultiProcessCollector
 
 # Seconds; voice latencies live between tens of milliseconds and a few seconds.
 LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0)
@@ -24,23 +41,15 @@ class RunnerMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
-        self.calls_active = Gauge("runner_calls_active", "Calls running now.", registry=r)
+        # In a pool, the sum over the workers that are alive.
+        self.calls_active = Gauge(
+            "runner_calls_active", "Calls running now.", registry=r, multiprocess_mode="livesum"
+        )
         self.calls_started = Counter(
             "runner_calls_started", "Calls started, by kind (single, team).", ["kind"], registry=r
         )
-        self.calls_refused = Counter(
-            "runner_calls_refused",
-            "/run requests refused, by reason (invalid, conflict, capacity, draining, "
-            "start_failed, too_large, timeout).",
-            ["reason"],
-            registry=r,
-        )
-        self.calls_ended = Counter(
-            "runner_calls_ended",
-            "Calls ended, by reason (stopped, hung_up, idle, ended, failed, shutdown).",
-            ["reason"],
-            registry=r,
-        )
+        self.calls_refused = _calls_refused(r)
+        self.calls_ended = _calls_ended(r)
         self.handoffs = Counter(
             "runner_handoffs",
             "Team handoffs, by team and from/to member.",
@@ -88,3 +97,81 @@ class RunnerMetrics:
     def exposition(self) -> bytes:
         """The metrics in Prometheus' text format."""
         return generate_latest(self.registry)
+
+
+def _calls_refused(registry: CollectorRegistry) -> Counter:
+    return Counter(
+        "runner_calls_refused",
+        "/run requests refused, by reason (invalid, conflict, capacity, draining, "
+        "start_failed, too_large, timeout, unavailable).",
+        ["reason"],
+        registry=registry,
+    )
+
+
+def _calls_ended(registry: CollectorRegistry) -> Counter:
+    return Counter(
+        "runner_calls_ended",
+        "Calls ended, by reason (stopped, hung_up, idle, ended, failed, shutdown, worker_lost).",
+        ["reason"],
+        registry=registry,
+    )
+
+
+class PoolMetrics:
+    """What the front of a worker pool counts itself, and the whole runner's exposition.
+
+    Args:
+        workers_dir: The directory the workers write their multiprocess files in.
+    """
+
+    def __init__(self, workers_dir: str) -> None:
+        self.workers_dir = workers_dir
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.calls_refused = _calls_refused(r)
+        self.calls_ended = _calls_ended(r)
+        self.workers_up = Gauge(
+            "runner_workers_up", "Worker processes taking calls now.", registry=r
+        )
+        self.worker_exits = Counter(
+            "runner_worker_exits",
+            "Worker processes that ended while the runner was not draining.",
+            registry=r,
+        )
+
+    def exposition(self) -> bytes:
+        """Every worker's metrics and the front's own, summed, in Prometheus' text format."""
+        files = glob.glob(os.path.join(self.workers_dir, "*.db"))
+        merged = CollectorRegistry()
+        merged.register(_Summed([*MultiProcessCollector.merge(files), *self.registry.collect()]))
+        return generate_latest(merged)
+
+
+class _Summed:
+    """Metric families with equal names summed, sample by sample (equal name and labels).
+
+    ``_created`` samples are left out: the workers' multiprocess files hold none,
+    and a sum of creation times means nothing.
+    """
+
+    def __init__(self, families: Iterable[Metric]) -> None:
+        self._families = list(families)
+
+    def collect(self) -> Iterator[Metric]:
+        summed: dict[str, Metric] = {}
+        values: dict[str, dict[tuple[str, tuple[tuple[str, str], ...]], float]] = {}
+        for family in self._families:
+            if family.name not in summed:
+                summed[family.name] = Metric(family.name, family.documentation, family.type)
+                values[family.name] = {}
+            into = values[family.name]
+            for sample in family.samples:
+                if sample.name.endswith("_created"):
+                    continue
+                key = (sample.name, tuple(sorted(sample.labels.items())))
+                into[key] = into.get(key, 0.0) + sample.value
+        for name, family in summed.items():
+            for (sample_name, labels), value in values[name].items():
+                family.add_sample(sample_name, dict(labels), value)
+            yield family

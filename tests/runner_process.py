@@ -3,6 +3,10 @@
 Keep-alive, slow clients, signals and exit status are properties of the
 process that serves the API, not of the application inside it, so these
 tests start the runner as it is deployed and talk to it over loopback.
+
+A test gets one runner process (``RUNNER_WORKERS=1``) unless it asks for a
+pool: the tests of a single process's behaviour then do not depend on how
+many cores the machine running them has.
 """
 
 from __future__ import annotations
@@ -39,8 +43,10 @@ class RunnerProcess:
             "RUNNER_HOST": "127.0.0.1",
             "RUNNER_PORT": str(self.port),
             "PIPECATCALL_ADDRESS": "127.0.0.1:9",
+            "RUNNER_WORKERS": "1",
             **environment,
         }
+        self.pool = self._env["RUNNER_WORKERS"] != "1"
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -66,6 +72,11 @@ class RunnerProcess:
         raise TimeoutError(f"the runner did not answer /health within {timeout:g}s")
 
     @property
+    def pid(self) -> int:
+        assert self._process is not None
+        return self._process.pid
+
+    @property
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
@@ -83,7 +94,17 @@ class RunnerProcess:
         return self._process is not None and self._process.poll() is None
 
     def stop(self) -> None:
-        if self.running:
-            assert self._process is not None
-            self._process.kill()
-            self._process.wait(10)
+        """End the runner; a pool's front is signalled twice, so every worker ends its calls now."""
+        if not self.running:
+            return
+        assert self._process is not None
+        if self.pool:
+            self._process.send_signal(signal.SIGTERM)
+            self._process.send_signal(signal.SIGTERM)
+            try:
+                self._process.wait(20)
+                return
+            except subprocess.TimeoutExpired:
+                pass
+        self._process.kill()
+        self._process.wait(10)

@@ -2,7 +2,9 @@
 
 Admission runs in-process. The drain is a property of the process that
 serves the API (its signals, its exit status), so those tests start
-``python main.py`` against the simulators and send it SIGTERM.
+``python main.py`` against the simulators and send it SIGTERM, once as a
+single process and once as the front of two workers (``tests/test_workers.py``
+has the pool's own tests, admission across it included).
 """
 
 from __future__ import annotations
@@ -65,16 +67,18 @@ async def test_past_max_calls_run_answers_503_at_once_and_ready_says_so(
     assert 'runner_calls_refused_total{reason="capacity"} 1.0' in metrics
 
 
-@pytest.fixture
+@pytest.fixture(params=["1", "2"], ids=["one process", "two workers"])
 def draining_runner(
     cloud: Cloud, tmp_path: Path, request: pytest.FixtureRequest
 ) -> Iterator[RunnerProcess]:
-    """The runner as a process; a test's ``drain_secs`` mark sets ``RUNNER_DRAIN_SECS``."""
+    """The runner as a process, or a front with two workers (the drain holds for both);
+    a test's ``drain_secs`` mark sets ``RUNNER_DRAIN_SECS``."""
     mark = request.node.get_closest_marker("drain_secs")
     environment = {
         **cloud.environment(),
         "RUNNER_DRAIN_SECS": str(mark.args[0] if mark else 2),
         "RUNNER_LOG_LEVEL": "INFO",
+        "RUNNER_WORKERS": request.param,
     }
     process = RunnerProcess(environment, tmp_path).start()
     yield process

@@ -6,6 +6,12 @@ the application's drain; when the drain is over it closes as uvicorn does.
 A second signal asks the drain to end every call at once. uvicorn re-raises
 the signals it caught once it has closed, which would end the process by
 the signal instead of with status 0; this server does not record them.
+
+``RunnerHTTPServer.run()`` (uvicorn's) runs it on the event loop uvicorn
+picks: uvloop, which ``uvicorn[standard]`` installs. Every call of the
+process runs on that loop, and uvloop's C event loop and socket transports
+cost each call's audio frames about a fifth less CPU than asyncio's own
+(BENCHMARKS.md, section 5).
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ def uvicorn_config(app: Any, settings: Settings, **overrides: Any) -> uvicorn.Co
         "port": settings.port,
         "log_level": "warning",
         "lifespan": "on",
+        # uvloop when installed (it is, with uvicorn[standard]); asyncio's loop otherwise.
+        "loop": "auto",
         # Longer than Go's idle pool (90 s): Go never sends on a connection being closed.
         "timeout_keep_alive": settings.keepalive_secs,
         "http": header_timeout_protocol(settings.header_timeout_secs),

@@ -1,0 +1,121 @@
+"""The one error shape every refused request is answered in, whatever refused it.
+
+``{"status": "error", "error": "<what is wrong>", "problems": [{"field",
+"message"}]}``, from the contract's checks (``RequestError``), a call that
+could not start (``StartError``), FastAPI's own parser and routing, or an
+unexpected exception, and never quoting a request's values, so no key can
+leak through one. Both applications install it: a single runner process
+(``main.py``) and the front of a pool of workers (``teamrunner.workers``),
+so Go reads the same answers from either. Each refused request is reported
+once to ``on_refused``, which logs and counts it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from loguru import logger
+from starlette.exceptions import HTTPException
+
+from teamrunner.errors import Problem, RequestError, StartError
+from teamrunner.responses import ProblemItem, error_body
+
+# Told of every refused request: (method, path, status, reason).
+OnRefused = Callable[[str, str, int, str], None]
+
+# The reason label of runner_calls_refused_total, by the status /run was refused with
+# (503 is "draining" or "capacity", which only the refusing application knows).
+REFUSAL_REASONS = {
+    400: "invalid",
+    404: "not_found",
+    408: "timeout",
+    409: "conflict",
+    413: "too_large",
+    422: "invalid",
+    500: "start_failed",
+}
+
+
+def error_answer(
+    on_refused: OnRefused,
+    request: Request,
+    status: int,
+    message: str,
+    problems: list[Problem] | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    """Report a refusal, and answer it in the error shape."""
+    on_refused(request.method, request.url.path, status, message)
+    items = [ProblemItem(field=p.field, message=p.message) for p in problems or []]
+    return JSONResponse(error_body(message, items), status_code=status, headers=headers)
+
+
+def install_error_answers(
+    app: FastAPI, on_refused: OnRefused, redact: Callable[[str], str]
+) -> None:
+    """Answer every error ``app`` raises in the one shape; ``redact`` scrubs keys from text."""
+
+    def answer(
+        request: Request,
+        status: int,
+        message: str,
+        problems: list[Problem] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> JSONResponse:
+        return error_answer(on_refused, request, status, message, problems, headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_shape(request: Request, exc: RequestValidationError) -> JSONResponse:
+        content_type = request.headers.get("content-type", "")
+        if request.method == "POST" and request.url.path == "/run" and "json" not in content_type:
+            return answer(
+                request,
+                422,
+                "the /run body must be JSON sent with Content-Type: application/json",
+                [Problem("body", "not JSON")],
+            )
+        problems = [
+            Problem(field_path(error.get("loc", ())), error.get("msg", "invalid"))
+            for error in exc.errors()
+        ]
+        summary = "; ".join(str(p) for p in problems)
+        return answer(request, 422, f"request does not match the contract: {summary}", problems)
+
+    @app.exception_handler(RequestError)
+    async def refused(request: Request, exc: RequestError) -> JSONResponse:
+        headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
+        return answer(request, exc.status, exc.message, exc.problems, headers)
+
+    @app.exception_handler(StartError)
+    async def not_started(request: Request, exc: StartError) -> JSONResponse:
+        message = redact(f"call could not start: {exc}")
+        return answer(request, 500, message, [Problem(exc.component, redact(exc.reason))])
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        # FastAPI's own answers (a body it cannot parse, an unknown route or method).
+        message = exc.detail if isinstance(exc.detail, str) else "the request was refused"
+        headers = dict(exc.headers) if exc.headers else None
+        return answer(request, exc.status_code, message, headers=headers)
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        logger.exception(f"unexpected error on {request.url.path}")
+        return answer(request, 500, redact(f"runner error: {type(exc).__name__}: {exc}"))
+
+
+def field_path(loc: tuple[Any, ...]) -> str:
+    """``("body", "resolved_team", "members", 1, "ai")`` → ``resolved_team.members[1].ai``."""
+    path = ""
+    for part in loc:
+        if part in ("body", "query") and not path:
+            continue
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path or "body"

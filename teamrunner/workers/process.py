@@ -1,0 +1,221 @@
+"""One worker process: started by the front, watched until it ends, and spoken to over HTTP.
+
+A worker is a fresh interpreter (``multiprocessing``'s spawn start method,
+so it shares no threads, locks or event loop with the front) that serves
+the runner's own application, calls and all, on a Unix socket only the
+front can reach (the socket's directory is the front's, mode 0700). The
+front speaks to it with the runner's public API (``/run``, ``/stop``,
+``/calls``, ``/health``) over that socket: there is no second protocol.
+
+The front learns that a worker ended from the process's sentinel (a pipe
+the kernel closes when the process exits, however it exits), watched by the
+front's event loop. The worker, for its part, leaves the front's process
+group, so a Ctrl-C in a terminal reaches the front alone, which then tells
+each worker to drain; and asks the kernel for a SIGTERM should the front die
+without doing so, which drains it too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import json
+import multiprocessing
+import os
+import signal
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+import aiohttp
+from loguru import logger
+
+from teamrunner.config import Settings
+
+# Runs in the new process: (settings, socket path, worker index, the front's pid).
+WorkerTarget = Callable[[Settings, str, int, int], None]
+
+PR_SET_PDEATHSIG = 1
+# How often a starting worker is asked whether it answers yet.
+HEALTH_POLL_SECS = 0.05
+
+
+class WorkerState(StrEnum):
+    STARTING = "starting"  # importing, loading models; not yet answering
+    READY = "ready"  # takes calls
+    DRAINING = "draining"  # told to stop; its calls go on, it takes no new one
+    ENDED = "ended"  # the process has exited
+
+
+class WorkerGone(Exception):
+    """The worker ended, or stopped answering, before it answered a request."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A worker's answer, as it is passed on to the client."""
+
+    status: int
+    body: bytes
+    headers: Mapping[str, str]
+
+
+# The worker's answer headers the front passes on.
+PASSED_HEADERS = ("content-type", "retry-after")
+
+
+def become_worker(index: int, front_pid: int) -> None:
+    """Run first in a worker process: leave the front's process group, die with the front."""
+    os.setpgid(0, 0)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass  # not Linux: the front still stops its workers when it exits normally
+    if os.getppid() != front_pid:  # the front died before the request above took effect
+        os.kill(os.getpid(), signal.SIGTERM)
+    logger.configure(extra={"worker": index})
+
+
+class WorkerProcess:
+    """One worker: its process, its socket, and the calls the front placed on it.
+
+    Attributes:
+        index: Its place in the pool (a replacement takes the index of the worker it replaces).
+        calls: The ids of the calls it runs, with the time each was placed.
+        starting: The ids of the calls being started on it now (a ``/run`` not yet answered).
+        speech_models_loaded: As its ``/health`` last said.
+    """
+
+    def __init__(
+        self, index: int, generation: int, target: WorkerTarget, settings: Settings, sockets: str
+    ) -> None:
+        self.index = index
+        self.socket = os.path.join(sockets, f"worker-{index}-{generation}.sock")
+        self.state = WorkerState.STARTING
+        self.calls: dict[str, float] = {}
+        self.starting: Counter[str] = Counter()
+        self.speech_models_loaded = 0
+        self.exitcode: int | None = None
+        self.ended = asyncio.Event()
+        self.started_at = time.monotonic()
+        self._target = target
+        self._settings = settings
+        self._process: Any = None
+        self._http: aiohttp.ClientSession | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    @property
+    def load(self) -> int:
+        """The calls it runs or is starting."""
+        return len(self.calls.keys() | self.starting.keys())
+
+    def holds(self, call_id: str) -> bool:
+        return call_id in self.calls or self.starting[call_id] > 0
+
+    def start(self, on_exit: Callable[[WorkerProcess], None]) -> None:
+        """Start the process; ``on_exit`` is called in the event loop once it has ended."""
+        context = multiprocessing.get_context("spawn")
+        self._process = context.Process(
+            target=self._target,
+            args=(self._settings, self.socket, self.index, os.getpid()),
+            name=f"runner-worker-{self.index}",
+        )
+        self._process.start()
+        loop = asyncio.get_running_loop()
+        sentinel = self._process.sentinel
+
+        def exited() -> None:
+            loop.remove_reader(sentinel)
+            self._process.join(1.0)  # the sentinel closed: the process has exited or is exiting
+            self.exitcode = self._process.exitcode
+            self.state = WorkerState.ENDED
+            self.ended.set()
+            on_exit(self)
+
+        loop.add_reader(sentinel, exited)
+
+    async def until_ready(self, timeout: float) -> None:
+        """Wait until its ``/ready`` says yes: imported, warmed up, serving.
+
+        Raises:
+            WorkerGone: it ended first, or did not answer within ``timeout``.
+        """
+        deadline = time.monotonic() + timeout
+        while not self.ended.is_set():
+            try:
+                answer = await self.request("GET", "/ready", timeout=1.0)
+                if answer.status == 200:
+                    health = await self.request("GET", "/health", timeout=1.0)
+                    self.speech_models_loaded = json.loads(health.body)["speech_models_loaded"]
+                    if self.state == WorkerState.STARTING:
+                        self.state = WorkerState.READY
+                    return
+            except WorkerGone:
+                pass
+            if time.monotonic() > deadline:
+                raise WorkerGone(f"worker {self.index} did not answer within {timeout:g}s")
+            await asyncio.sleep(HEALTH_POLL_SECS)
+        raise WorkerGone(f"worker {self.index} ended while starting (exit code {self.exitcode})")
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        timeout: float,
+        params: Mapping[str, str] | None = None,
+        body: bytes | None = None,
+        content_type: str | None = None,
+    ) -> Answer:
+        """Send a request to the worker and read its whole answer.
+
+        Raises:
+            WorkerGone: no answer came (the worker ended, or ``timeout`` passed).
+        """
+        if self._http is None:
+            self._http = aiohttp.ClientSession(
+                connector=aiohttp.UnixConnector(path=self.socket), base_url="http://worker"
+            )
+        headers = {"content-type": content_type} if content_type else None
+        try:
+            async with self._http.request(
+                method,
+                path,
+                params=params,
+                data=body,
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(total=timeout),
+            ) as response:
+                data = await response.read()
+                passed = {h: response.headers[h] for h in PASSED_HEADERS if h in response.headers}
+                return Answer(response.status, data, passed)
+        except (aiohttp.ClientError, TimeoutError, OSError) as e:
+            raise WorkerGone(f"worker {self.index}: {type(e).__name__}: {e}") from e
+
+    def reconcile(self, running: set[str], asked_at: float) -> None:
+        """Forget calls that the worker, asked at ``asked_at``, no longer runs."""
+        for call_id, placed_at in list(self.calls.items()):
+            if call_id not in running and placed_at < asked_at:
+                del self.calls[call_id]
+        for call_id in running - self.calls.keys() - self.starting.keys():
+            self.calls[call_id] = asked_at
+
+    def signal(self, sig: signal.Signals) -> None:
+        """Send the process ``sig``, if it still runs."""
+        if self._process is not None and not self.ended.is_set() and self.pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, sig)
+
+    async def close(self) -> None:
+        """Release the front's side of the worker (its HTTP client)."""
+        if self._http is not None:
+            await self._http.close()
+            self._http = None
