@@ -40,13 +40,13 @@ from fastapi import FastAPI, Query
 from fastapi.responses import JSONResponse, Response
 from loguru import logger
 
-from run import build_call
 from teamrunner import tracing
 from teamrunner.config import Settings
 from teamrunner.contract import CallId, RunRequest
+from teamrunner.journal import CallJournal
 from teamrunner.logs import configure_logging, install_redaction
 from teamrunner.metrics import CONTENT_TYPE
-from teamrunner.plan import plan_call
+from teamrunner.plan import CallPlan, plan_call
 from teamrunner.responses import (
     CallInfo,
     Calls,
@@ -62,9 +62,20 @@ from teamrunner.runtime import Runtime
 from teamrunner.serving.answers import REFUSAL_REASONS, install_error_answers
 from teamrunner.serving.limits import BodyLimits
 from teamrunner.serving.server import Drain, RunnerHTTPServer, uvicorn_config
-from teamrunner.session import EndReason, Session
+from teamrunner.session import BuiltCall, EndReason, Session
 from teamrunner.sessions import Sessions
-from teamrunner.workers import become_worker, serve_front, warm_up, worker_count
+from teamrunner.warmup import WarmUp, preload_names
+from teamrunner.workers import worker_count
+
+# What a call imports: pipecat, the providers' SDKs and the per-call assembly.
+CALL_MODULES = ("run",)
+
+
+def build_call(plan: CallPlan, runtime: Runtime, journal: CallJournal) -> BuiltCall:
+    """``run.build_call``, imported by the warm-up or the first call, not with the API."""
+    import run
+
+    return run.build_call(plan, runtime, journal)
 
 
 def create_app(
@@ -72,8 +83,12 @@ def create_app(
 ) -> FastAPI:
     """The application; ``settings`` default to the environment, read now.
 
-    ``warm`` loads the speech models before the application answers (a pool's
-    workers do, so that none is ready before it can take a call at full speed).
+    The call stack is imported and the speech models of
+    ``RUNNER_PRELOAD_MODELS`` loaded in the background (``teamrunner.warmup``):
+    the API answers at once, ``/ready`` says no until that is done. ``warm``
+    does it before the application answers at all instead (a pool's workers
+    do: the front already answers for them, and a worker that cannot warm up
+    should not start).
     """
     resolved = settings or Settings.from_env()
 
@@ -86,12 +101,16 @@ def create_app(
             )
         else:
             install_redaction(runtime.redactor)
+        warmup = WarmUp(CALL_MODULES, runtime.shared.models, preload_names(resolved.preload_models))
         if warm:
-            warm_up(runtime)
+            await warmup.wait()
+        else:
+            warmup.start()
         # A tracer provider made here is shut down (its spans flushed) at the end.
         provider = tracing.setup_tracing() if resolved.tracing else None
         app.state.runtime = runtime
-        app.state.sessions = Sessions(runtime, build_call)
+        app.state.warmup = warmup
+        app.state.sessions = Sessions(runtime, build_call, warmup)
         # A pool's worker listens on the front's private socket; the front logs the port.
         where = "" if warm else f"listening on {resolved.host}:{resolved.port}, "
         logger.info(
@@ -102,6 +121,7 @@ def create_app(
             yield
         finally:
             await app.state.sessions.end_all(EndReason.SHUTDOWN, "the runner stopped")
+            await warmup.close()
             await runtime.close()
             if provider is not None:
                 provider.shutdown()
@@ -217,6 +237,8 @@ def serve(app: FastAPI, settings: Settings, **uvicorn_options: Any) -> None:
 
 def serve_worker(settings: Settings, socket: str, index: int, front_pid: int) -> None:
     """One worker of a pool, in a process the front started: this runner on a private socket."""
+    from teamrunner.workers.process import become_worker
+
     become_worker(index, front_pid)
     serve(create_app(settings, warm=True), settings, uds=socket)
 
@@ -241,6 +263,8 @@ def main(argv: list[str] | None = None) -> None:
     if workers == 1:
         serve(create_app(settings), settings)
     else:
+        from teamrunner.workers.front import serve_front
+
         serve_front(settings, workers, serve_worker)
 
 

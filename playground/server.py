@@ -62,6 +62,8 @@ class RunnerServer:
                     self._task.result()
                     raise RuntimeError("the runner's HTTP server stopped before it started")
                 await asyncio.sleep(0.01)
+            # Ready for a call at full speed, as /ready says: the call stack and models loaded.
+            await self.app.state.warmup.wait()
         except BaseException:
             # Failed or cancelled while starting: no ``__aexit__`` follows, so stop here.
             self._server.should_exit = True

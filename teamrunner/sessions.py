@@ -7,7 +7,8 @@ of starts past capacity does not slow the calls already admitted. A drain
 (on SIGTERM) refuses new calls, lets live ones carry on for up to
 ``RUNNER_DRAIN_SECS``, then ends each one still up: pipecat-manager is told
 with an RTVI ``error`` that the runner is shutting down, and both sockets
-close cleanly.
+close cleanly. Until the process is warm (``teamrunner.warmup``) it is not
+ready, and a call that arrives meanwhile waits for the warm-up.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ import time
 
 from loguru import logger
 
-from teamrunner.errors import AtCapacity, Draining, SessionConflict, SessionNotFound
+from teamrunner.errors import AtCapacity, Draining, SessionConflict, SessionNotFound, StartError
 from teamrunner.plan import CallPlan
 from teamrunner.runtime import Runtime
 from teamrunner.session import CallBuilder, EndReason, Session
+from teamrunner.warmup import WarmUp
 
 SHUTDOWN_MESSAGE = "the runner is shutting down; the call was ended"
 
@@ -28,9 +30,10 @@ SHUTDOWN_MESSAGE = "the runner is shutting down; the call was ended"
 class Sessions:
     """The calls this process is running, by pipecatcall id."""
 
-    def __init__(self, runtime: Runtime, build: CallBuilder) -> None:
+    def __init__(self, runtime: Runtime, build: CallBuilder, warmup: WarmUp | None = None) -> None:
         self._runtime = runtime
         self._build = build
+        self._warmup = warmup
         self._sessions: dict[str, Session] = {}
         self._draining = False
         self._hurry = asyncio.Event()
@@ -56,6 +59,8 @@ class Sessions:
         """Why the runner should be sent no new call now, or None when it takes one."""
         if self._draining:
             return "draining: the runner is shutting down"
+        if self._warmup is not None and not self._warmup.ready:
+            return self._warmup.failure or "warming up: loading the call stack and speech models"
         if len(self._sessions) >= self.max_calls:
             return (
                 f"at capacity: {len(self._sessions)} of {self.max_calls} calls (RUNNER_MAX_CALLS)"
@@ -86,12 +91,22 @@ class Sessions:
         self._sessions[plan.id] = session
         self._runtime.metrics.calls_active.set(len(self._sessions))
         try:
+            if self._warmup is not None:
+                await self._warmup_done()
             await session.start()
         except BaseException:
             self._forget(session)
             raise
         self._runtime.metrics.calls_started.labels("team" if plan.is_team else "single").inc()
         return session
+
+    async def _warmup_done(self) -> None:
+        """Wait for the warm-up (a call that comes early waits for it rather than failing)."""
+        assert self._warmup is not None
+        try:
+            await self._warmup.wait()
+        except RuntimeError as e:
+            raise StartError("runner", str(e)) from e
 
     def _forget(self, session: Session) -> None:
         if self._sessions.get(session.id) is session:

@@ -53,7 +53,8 @@ class RunnerProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 60.0) -> RunnerProcess:
+    def start(self, timeout: float = 60.0, *, until: str = "/ready") -> RunnerProcess:
+        """Start the runner; returns once ``until`` answers 200 (``/ready``: warm, workers up)."""
         log = self.log_path.open("wb")
         self._process = subprocess.Popen(
             [sys.executable, "main.py"], cwd=ROOT, env=self._env, stdout=log, stderr=log
@@ -65,11 +66,12 @@ class RunnerProcess:
                     f"the runner exited with {self._process.returncode}:\n{self.log}"
                 )
             try:
-                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
+                if httpx.get(f"{self.url}{until}", timeout=1).status_code == 200:
                     return self
             except httpx.TransportError:
-                time.sleep(0.05)
-        raise TimeoutError(f"the runner did not answer /health within {timeout:g}s")
+                pass
+            time.sleep(0.05)
+        raise TimeoutError(f"the runner's {until} did not answer 200 within {timeout:g}s")
 
     @property
     def pid(self) -> int:

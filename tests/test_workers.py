@@ -270,12 +270,13 @@ async def test_one_worker_is_a_single_process_with_no_front(
     finally:
         runner.stop()
 
-    assert health == {"status": "ok", "sessions": 0, "speech_models_loaded": 0}
+    # Ready once warm: Silero and smart-turn (RUNNER_PRELOAD_MODELS' default) are loaded.
+    assert health == {"status": "ok", "sessions": 0, "speech_models_loaded": 2}
     assert ready == {"status": "ready", "calls": 0, "max_calls": 4}
     assert "workers up" not in runner.log
 
 
-def test_a_worker_that_cannot_start_keeps_the_runner_from_starting(
+def test_a_worker_that_cannot_start_stops_the_runner_with_status_3(
     cloud: Cloud, tmp_path: Path
 ) -> None:
     environment = {

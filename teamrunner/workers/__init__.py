@@ -4,8 +4,8 @@ One Python process runs calls on one core. With ``RUNNER_WORKERS`` above 1,
 ``python main.py`` becomes the *front* of a pool: it owns the port Go calls,
 and starts that many *workers*, each a process of its own serving the
 runner's application (calls, admission, drain, as a single runner) on a
-private Unix socket, warmed up before the front opens its port. The front
-places each call on the least-loaded worker and routes its stop to the
+private Unix socket, warmed up (``teamrunner.warmup``) before it is
+ready. The front places each call on the least-loaded worker and routes its stop to the
 worker that holds it; each worker dials Go's websockets for its own calls,
 so audio never crosses the front. Across pods, Kubernetes scales out; this
 is one pod's cores, and nothing more distributed.
@@ -16,14 +16,12 @@ is one pod's cores, and nothing more distributed.
     process.py  one worker process: started, watched, spoken to over its socket
     pool.py     the workers: placement, stop routing, replacement, drain
     front.py    the front's HTTP application, answering for the whole runner
-    warm.py     what a worker loads before it is ready
 
 With ``RUNNER_WORKERS=1`` none of this runs: the process is the runner, as before.
 """
 
 from teamrunner.workers.cores import usable_cores, worker_count
-from teamrunner.workers.front import serve_front
-from teamrunner.workers.process import become_worker
-from teamrunner.workers.warm import warm_up
 
-__all__ = ["become_worker", "serve_front", "usable_cores", "warm_up", "worker_count"]
+# The front and the worker side (``front.serve_front``, ``process.become_worker``) are
+# imported where they are used: a single runner, the common case, never loads them.
+__all__ = ["usable_cores", "worker_count"]

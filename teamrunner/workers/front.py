@@ -13,6 +13,11 @@ every worker), ``/ready`` (not draining, and some worker has room),
 should see: a body past the limits, a ``/run`` while draining, at capacity
 or with no worker up.
 
+The port opens at once: ``/health`` answers while the workers start and
+warm up, and ``/ready`` and ``/run`` answer 503 with ``Retry-After`` until
+one is up. If a worker cannot start, the runner logs why and exits with
+status 3, as a single runner that cannot start does.
+
 On SIGTERM the front drains the pool: ``/ready`` and ``/run`` answer 503 at
 once, every worker drains its calls, ``/stop`` still reaches them, and the
 front exits 0 once the last worker has. A second signal ends every call.
@@ -20,6 +25,7 @@ front exits 0 once the last worker has. A second signal ends every call.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import tempfile
@@ -44,7 +50,7 @@ from teamrunner.responses import Health, Ready, Stopped, error_body, error_respo
 from teamrunner.serving.answers import REFUSAL_REASONS, install_error_answers
 from teamrunner.serving.limits import BodyLimits
 from teamrunner.serving.server import Drain, RunnerHTTPServer, uvicorn_config
-from teamrunner.workers.pool import WorkerPool
+from teamrunner.workers.pool import WorkerPool, WorkerStartError
 from teamrunner.workers.process import Answer, WorkerGone, WorkerTarget
 
 NOT_FOUND = "no call with that id is running; GET /calls lists the running calls"
@@ -83,19 +89,34 @@ def create_front_app(settings: Settings, pool: WorkerPool) -> FastAPI:
     """The front's application over ``pool``; the pool starts with it and ends with it."""
     redactor = Redactor(settings.secrets())
 
+    async def start_pool() -> None:
+        try:
+            await pool.start()
+        except WorkerStartError as e:
+            if pool.draining:
+                return  # told to stop while its workers were starting: nothing failed
+            logger.error(f"{e}; the runner stops (exit status 3)")
+            app.state.start_failed = True
+            app.state.exit()
+            return
+        logger.info(
+            f"runner ready; pipecat-manager at {settings.pipecatcall_address}, listening on "
+            f"{settings.host}:{settings.port}, {pool.count} workers, at most "
+            f"{settings.max_calls} calls each"
+        )
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         configure_logging(redactor, level=settings.log_level, json_lines=settings.log_json)
+        # The port opens at once, /health answering, while the workers start and warm up;
+        # /ready and /run say 503 (Retry-After) until one is up.
+        starting = asyncio.get_running_loop().create_task(start_pool())
         try:
-            await pool.start()
-            logger.info(
-                f"runner ready; pipecat-manager at {settings.pipecatcall_address}, listening on "
-                f"{settings.host}:{settings.port}, {pool.count} workers, at most "
-                f"{settings.max_calls} calls each"
-            )
             yield
         finally:
             await pool.close()
+            starting.cancel()
+            await asyncio.gather(starting, return_exceptions=True)
 
     def refused(method: str, path: str, status: int, reason: str) -> None:
         logger.warning(f"refused {method} {path}: {status} {reason}")
@@ -112,6 +133,8 @@ def create_front_app(settings: Settings, pool: WorkerPool) -> FastAPI:
         redoc_url=None,
         openapi_url=None,  # a worker's is served instead: the same routes and answers
     )
+    app.state.start_failed = False
+    app.state.exit = lambda: None  # serve_front sets it: end the server
     app.add_middleware(
         BodyLimits,
         max_body_bytes=settings.max_body_bytes,
@@ -195,6 +218,10 @@ def _add_routes(app: FastAPI, settings: Settings, pool: WorkerPool) -> None:
         capacity = len(ready) * settings.max_calls
         if pool.draining:
             reason, retry = "draining: the runner is shutting down", "5"
+        elif not pool.started:
+            # Ready once every worker is warm: the first calls spread over the whole pool.
+            reason = f"starting: {len(ready)} of {pool.count} worker processes up"
+            retry = "2"
         elif not ready:
             reason, retry = "starting: no worker process is up yet", "2"
         elif all(w.load >= settings.max_calls for w in ready):
@@ -260,6 +287,7 @@ def serve_front(settings: Settings, count: int, target: WorkerTarget) -> None:
         server = RunnerHTTPServer(
             uvicorn_config(app, settings), lambda: Drain(start=pool.drain, hurry=pool.hurry)
         )
+        app.state.exit = lambda: setattr(server, "should_exit", True)
         server.run()
-        if not server.started:
+        if not server.started or app.state.start_failed:
             raise SystemExit(3)  # as uvicorn exits when the application could not start

@@ -1,7 +1,8 @@
 """The worker processes behind the front: placing calls, routing stops, replacing the dead.
 
 ``WorkerPool`` starts ``RUNNER_WORKERS`` workers and waits until every one
-answers (imported, models loaded) before the front opens its port. It knows
+is ready (imported, models loaded); the front answers ``/health`` meanwhile
+and is ready once the pool has started. It knows
 which worker holds which call: a ``/run`` is placed on the worker with the
 fewest calls (running or starting), a ``/stop`` goes to the worker holding
 the call, and a ``/run`` for an id already held goes to its holder, which
@@ -91,6 +92,11 @@ class WorkerPool:
     @property
     def workers(self) -> list[WorkerProcess]:
         return list(self._workers)
+
+    @property
+    def started(self) -> bool:
+        """Whether every worker has come up once (the runner is ready from then on)."""
+        return self._started
 
     @property
     def ready(self) -> list[WorkerProcess]:

@@ -1,0 +1,149 @@
+"""Start-up: process start to ``/health`` answering, and to ``/ready``.
+
+pipecat-manager starts the runner with its pod, and a restarted runner is a
+window in which calls fail, so what counts is the time from ``exec`` to the
+first 200 of ``/health`` (the process answers; liveness) and of ``/ready``
+(it takes a call at full speed: the call stack imported and the speech
+models of ``RUNNER_PRELOAD_MODELS`` loaded). Each is polled every 10 ms from
+the moment the process is spawned. The baseline, in the same run, is the
+floor of any Python HTTP service on this machine: a FastAPI application of
+one route served by uvicorn, started the same way.
+
+Runs the runner as one process (``RUNNER_WORKERS=1``) and as a front with
+two workers (``RUNNER_WORKERS=2``, the default on this 2-core machine);
+``--root`` adds another checkout's ``main.py`` (e.g. an older commit in a
+git worktree).
+
+    python -m bench.startup [--rounds 5] [--root ../old-checkout]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from bench.harness import ROOT, banner, deployment_environment, free_port, median, table
+
+POLL_SECS = 0.01
+TIMEOUT_SECS = 120.0
+
+# The baseline: the smallest service of the same stack, one route, served the same way.
+PLAIN_SERVICE = """
+import os
+import uvicorn
+from fastapi import FastAPI
+app = FastAPI()
+@app.get("/health")
+async def health():
+    return {"status": "ok"}
+@app.get("/ready")
+async def ready():
+    return {"status": "ready"}
+uvicorn.run(app, host="127.0.0.1", port=int(os.environ["RUNNER_PORT"]), log_level="warning")
+"""
+
+
+async def time_start(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
+    """Seconds from spawning ``command`` to ``/health`` answering 200, and to ``/ready``."""
+    port = env["RUNNER_PORT"]
+    started = time.monotonic()
+    process = await asyncio.create_subprocess_exec(
+        *command, cwd=cwd, env=env, stdout=asyncio.subprocess.DEVNULL
+    )
+    health: float | None = None
+    try:
+        async with httpx.AsyncClient(timeout=2.0) as http:
+            while time.monotonic() - started < TIMEOUT_SECS:
+                if process.returncode is not None:
+                    raise RuntimeError(f"{command} exited with {process.returncode}")
+                path = "/ready" if health is not None else "/health"
+                try:
+                    answer = await http.get(f"http://127.0.0.1:{port}{path}")
+                except httpx.TransportError:
+                    answer = None
+                if answer is not None and health is not None and answer.status_code == 404:
+                    return health, health  # a runner with no /ready (older than readiness)
+                if answer is not None and answer.status_code == 200:
+                    now = time.monotonic() - started
+                    if health is None:
+                        health = now
+                        continue  # /ready may already answer too
+                    return health, now
+                await asyncio.sleep(POLL_SECS)
+        raise TimeoutError(f"{command} was not ready within {TIMEOUT_SECS:g}s")
+    finally:
+        if process.returncode is None:
+            process.terminate()
+            await process.wait()
+
+
+def environment(workers: str) -> dict[str, str]:
+    return {
+        **{k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))},
+        **deployment_environment(),
+        "RUNNER_HOST": "127.0.0.1",
+        "RUNNER_PORT": str(free_port()),
+        "RUNNER_WORKERS": workers,
+        "RUNNER_LOG_LEVEL": "ERROR",
+        "RUNNER_DRAIN_SECS": "0",
+    }
+
+
+async def main(rounds: int, old_root: Path | None) -> None:
+    banner("Start-up: process start to /health and to /ready")
+    # Each takes its port from RUNNER_PORT (the plain service too).
+    runs: list[tuple[str, list[str], Path, str]] = [
+        ("plain FastAPI + uvicorn (baseline)", [sys.executable, "-c", PLAIN_SERVICE], ROOT, "1"),
+        ("runner, RUNNER_WORKERS=1", [sys.executable, "main.py"], ROOT, "1"),
+        ("runner, RUNNER_WORKERS=2", [sys.executable, "main.py"], ROOT, "2"),
+    ]
+    if old_root is not None:
+        runs.append((f"runner at {old_root.name}", [sys.executable, "main.py"], old_root, "1"))
+    figures: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name, *_ in runs}
+    for _ in range(rounds):  # interleaved, so a noisy moment touches every row alike
+        for name, command, cwd, workers in runs:
+            health, ready = await time_start(command, cwd, environment(workers))
+            figures[name][0].append(health)
+            figures[name][1].append(ready)
+    base_health = median(figures[runs[0][0]][0])
+    rows = []
+    for name, (to_health, to_ready) in figures.items():
+        rows.append(
+            [
+                name,
+                rounds,
+                f"{median(to_health):.2f}",
+                f"{max(to_health):.2f}",
+                f"{median(to_health) / base_health:.2f}",
+                f"{median(to_ready):.2f}",
+                f"{max(to_ready):.2f}",
+            ]
+        )
+    print(
+        table(
+            [
+                "process",
+                "n",
+                "to /health p50 s",
+                "max s",
+                "/health vs baseline",
+                "to /ready p50 s",
+                "max s",
+            ],
+            rows,
+        )
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--root", type=Path, help="another checkout whose main.py to time too")
+    args = parser.parse_args()
+    asyncio.run(main(args.rounds, args.root))
