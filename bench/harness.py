@@ -123,12 +123,15 @@ class RunnerProcess:
                 if self._process.returncode is not None:
                     raise RuntimeError(f"the runner exited with {self._process.returncode}")
                 try:
-                    if (await http.get(f"{self.url}/health")).status_code == 200:
+                    # Ready: warm (the call stack and models loaded) and, a pool, every worker
+                    # up; an older checkout (--root) with no /ready once /health answers.
+                    ready = (await http.get(f"{self.url}/ready")).status_code
+                    if ready == 200 or ready == 404:
                         return
                 except httpx.TransportError:
                     pass
                 await asyncio.sleep(0.05)
-        raise TimeoutError(f"the runner did not answer /health within {timeout:g}s")
+        raise TimeoutError(f"the runner was not ready within {timeout:g}s")
 
     async def stop(self) -> None:
         if self._process is not None and self._process.returncode is None:

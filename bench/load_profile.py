@@ -26,7 +26,8 @@ import httpx
 import uvloop
 
 from bench.capacity import ANSWER, MS_PER_CHAR, QUESTION, VOICES, answer, run_level
-from bench.harness import RunnerProcess, banner, split_cores, table
+from bench.harness import RunnerProcess, banner, split_cores
+from bench.profile import print_shares
 from simulators.cloud import Cloud
 from simulators.speech import speak
 from simulators.tts import PROVIDER_PACING
@@ -111,18 +112,7 @@ async def main(calls: int, team: bool, turns: int, raw: Path | None) -> None:
         f"samples ({waiting} of threads waiting left out); replies of {len(ANSWER)} "
         "characters, paced like a real provider\n"
     )
-    print(
-        table(
-            ["part of the stack", "share %"], [(k, n / busy * 100) for k, n in parts.most_common()]
-        )
-    )
-    print()
-    print(
-        table(
-            ["function (own samples)", "share %"],
-            [(name, n / busy * 100) for name, n in own.most_common(20)],
-        )
-    )
+    print_shares(parts, own, busy, 20)
 
 
 if __name__ == "__main__":

@@ -68,6 +68,22 @@ def summarize(raw: Path) -> tuple[int, collections.Counter[str], collections.Cou
     return total, parts, own
 
 
+def print_shares(
+    parts: collections.Counter[str], own: collections.Counter[str], total: int, most: int
+) -> None:
+    """The two tables of a profile: share of ``total`` samples by part of the stack, and
+    the ``most`` functions with the most samples of their own."""
+    shares = [(part, n / total * 100) for part, n in parts.most_common()]
+    print(table(["part of the stack", "share %"], shares))
+    print()
+    print(
+        table(
+            ["function (own samples)", "share %"],
+            [(name, n / total * 100) for name, n in own.most_common(most)],
+        )
+    )
+
+
 async def record(handoffs: int, voice: bool, raw: Path) -> tuple[float, float]:
     """Run the ping-pong under py-spy; returns the seconds it took and the runner's CPU seconds."""
     runner_cores, _ = split_cores()
@@ -108,15 +124,7 @@ async def main(handoffs: int, voice: bool, raw: Path | None) -> None:
         f"{cpu / handoffs * 1000:.1f} ms per handoff, the call's start included; "
         f"{total} py-spy samples (shares below are of these)\n"
     )
-    shares = [(part, n / total * 100) for part, n in parts.most_common()]
-    print(table(["part of the stack", "share %"], shares))
-    print()
-    print(
-        table(
-            ["function (own samples)", "share %"],
-            [(name, n / total * 100) for name, n in own.most_common(15)],
-        )
-    )
+    print_shares(parts, own, total, 15)
 
 
 if __name__ == "__main__":

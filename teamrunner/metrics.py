@@ -112,7 +112,8 @@ def _calls_refused(registry: CollectorRegistry) -> Counter:
 def _calls_ended(registry: CollectorRegistry) -> Counter:
     return Counter(
         "runner_calls_ended",
-        "Calls ended, by reason (stopped, hung_up, idle, ended, failed, shutdown, worker_lost).",
+        "Calls ended, by reason (stopped, hung_up, idle, ended, failed, shutdown, bot_ended, "
+        "caller_idle, policy_ended, worker_lost).",
         ["reason"],
         registry=registry,
     )

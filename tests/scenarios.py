@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
+
+from playground.server import RunnerServer
 from simulators.manager import Caller
 from simulators.speech import speak
 
@@ -143,3 +146,24 @@ async def caller_says(cloud: Cloud, text: str, call_id: str = TEAM_CALL_ID) -> N
     """The caller speaks ``text``; Deepgram's simulator will transcribe it as such."""
     cloud.deepgram.push_transcripts(text)
     await cloud.manager.say(call_id, Caller.pcm(speak(text)))
+
+
+async def assert_run_refused(
+    runner: RunnerServer,
+    http: httpx.AsyncClient,
+    body: dict[str, Any],
+    expected: tuple[int, str, str],
+    secret: str,
+) -> None:
+    """``POST /run`` ``body`` is refused: ``expected`` is (status, field named, words of the
+    error); the answer has the one error shape, quotes no ``secret`` and leaves no call."""
+    status, field, words = expected
+    response = await http.post(f"{runner.url}/run", json=body)
+
+    assert response.status_code == status, response.text
+    answer = response.json()
+    assert answer["status"] == "error"
+    assert field in [p["field"] for p in answer["problems"]], answer
+    assert words in answer["error"], answer["error"]
+    assert secret not in response.text
+    assert len(runner.sessions) == 0

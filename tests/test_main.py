@@ -16,6 +16,8 @@ import pytest
 
 from playground.server import RunnerServer
 
+from scenarios import assert_run_refused
+
 SECRET = "sk-test-DO-NOT-LEAK-4f9a1c"
 
 GOOD: dict[str, Any] = {
@@ -106,15 +108,7 @@ CASES = [
 async def test_malformed_request_is_refused_naming_the_field(
     bare_runner: RunnerServer, http: httpx.AsyncClient, body, status, field, words
 ) -> None:
-    response = await http.post(f"{bare_runner.url}/run", json=body)
-
-    assert response.status_code == status, response.text
-    answer = response.json()
-    assert answer["status"] == "error"
-    assert field in [p["field"] for p in answer["problems"]], answer
-    assert words in answer["error"], answer["error"]
-    assert SECRET not in response.text
-    assert len(bare_runner.sessions) == 0
+    await assert_run_refused(bare_runner, http, body, (status, field, words), SECRET)
 
 
 async def test_body_that_is_not_json_is_refused(

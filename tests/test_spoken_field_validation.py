@@ -17,7 +17,7 @@ import pytest
 
 from playground.server import RunnerServer
 
-from scenarios import team_request, voice_request
+from scenarios import assert_run_refused, team_request, voice_request
 
 SECRET = "value-nobody-should-see-7431"
 IDLE = {"timeout_secs": 5, "nudges": ["Are you there?"], "hangup_message": "Goodbye."}
@@ -132,15 +132,7 @@ CASES = [
 async def test_a_bad_value_is_refused_naming_its_field(
     bare_runner: RunnerServer, http: httpx.AsyncClient, body, status, field, words
 ) -> None:
-    response = await http.post(f"{bare_runner.url}/run", json=body)
-
-    assert response.status_code == status, response.text
-    answer = response.json()
-    assert answer["status"] == "error"
-    assert field in [p["field"] for p in answer["problems"]], answer
-    assert words in answer["error"], answer["error"]
-    assert SECRET not in response.text
-    assert len(bare_runner.sessions) == 0
+    await assert_run_refused(bare_runner, http, body, (status, field, words), SECRET)
 
 
 async def test_every_blank_line_of_a_request_is_reported_at_once(

@@ -260,6 +260,28 @@ async def test_sigterm_to_the_front_drains_every_worker_and_it_exits_0(
     assert pool.log.count("exited (0)") == 2
 
 
+async def test_the_front_answers_at_once_and_a_call_that_comes_early_waits_for_the_workers(
+    cloud: Cloud, tmp_path: Path, http: httpx.AsyncClient
+) -> None:
+    environment = {**cloud.environment(), "RUNNER_WORKERS": "2"}
+    runner = RunnerProcess(environment, tmp_path).start(until="/health")
+    try:
+        health = (await http.get(f"{runner.url}/health")).json()
+        ready = await http.get(f"{runner.url}/ready")
+        call = cloud.manager.expect_call(CALL_A, caller=Caller(Caller.silence(0.3)))
+        started = await http.post(f"{runner.url}/run", json=voice_request(id=CALL_A))
+        await call.wait_rtvi("bot-llm-stopped", timeout=15)
+        ready_after = await http.get(f"{runner.url}/ready")
+    finally:
+        runner.stop()
+
+    assert [w["state"] for w in health["workers"]] == ["starting", "starting"]
+    assert ready.status_code == 503 and ready.headers["retry-after"] == "2"
+    assert "starting: 0 of 2 worker processes up" in ready.json()["error"]
+    assert started.status_code == 200, started.text
+    assert ready_after.status_code == 200 and ready_after.json()["workers"] == 2
+
+
 async def test_one_worker_is_a_single_process_with_no_front(
     cloud: Cloud, tmp_path: Path, http: httpx.AsyncClient
 ) -> None:

@@ -15,7 +15,8 @@ or with no worker up.
 
 The port opens at once: ``/health`` answers while the workers start and
 warm up, and ``/ready`` and ``/run`` answer 503 with ``Retry-After`` until
-one is up. If a worker cannot start, the runner logs why and exits with
+one is up (a ``/run`` that comes meanwhile waits for them, for up to
+``RUNNER_START_TIMEOUT_SECS``). If a worker cannot start, the runner logs why and exits with
 status 3, as a single runner that cannot start does.
 
 On SIGTERM the front drains the pool: ``/ready`` and ``/run`` answer 503 at
@@ -111,6 +112,7 @@ def create_front_app(settings: Settings, pool: WorkerPool) -> FastAPI:
         # The port opens at once, /health answering, while the workers start and warm up;
         # /ready and /run say 503 (Retry-After) until one is up.
         starting = asyncio.get_running_loop().create_task(start_pool())
+        app.state.starting = starting
         try:
             yield
         finally:
@@ -153,6 +155,9 @@ def _add_routes(app: FastAPI, settings: Settings, pool: WorkerPool) -> None:
     async def run(request: Request) -> Response:
         """Place a call on the least-loaded worker; its answer is passed on as it is."""
         body = await request.body()
+        if not pool.started and not pool.draining:
+            # Go does not retry a /run: one that comes while the workers warm up waits.
+            await asyncio.wait({app.state.starting}, timeout=settings.start_timeout_secs)
         if pool.draining:
             raise Draining("the runner is shutting down; start the call on another runner")
         call_id = _call_id(body)
