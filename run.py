@@ -394,11 +394,12 @@ class _SlotFiller:
                     required=[],
                 )
             )
-            # Not cancelled by a barge-in: the caller is muted once the goodbye starts.
+            # The handler returns at once (the ending is scheduled), so a barge-in has
+            # nothing to cancel; False would add pipecat's ASYNC TOOLS prompt block.
             services.llm.register_function(
                 END_CALL_FUNCTION,
                 self.ending.function_handler(member.end_call),
-                cancel_on_interruption=False,
+                cancel_on_interruption=True,
             )
         if self.policy is not None:
             self.policy.serve_single_ai(instruction, advertised)

@@ -135,5 +135,8 @@ class CallEnding:
             properties={},
             required=[],
             handler=end_call,
-            cancel_on_interruption=False,
+            # Returns at once (the ending is scheduled), so nothing is left to cancel; and
+            # False would make pipecat call it asynchronous and add its ASYNC TOOLS block
+            # to the member's system prompt.
+            cancel_on_interruption=True,
         )

@@ -57,6 +57,8 @@ async def test_end_call_says_the_goodbye_and_closes_both_sockets_once_it_was_hea
     first = (await cloud.openai.wait_for_requests(1, timeout=10))[0]
     [offered] = [t["function"] for t in first.tools if t["function"]["name"] == "end_call"]
     assert offered["description"] == END_CALL["description"]
+    # Offering end_call leaves the prompt the call's own (no asynchronous-tools block).
+    assert "ASYNC TOOLS" not in (first.system_prompt or "")
     await call.wait_rtvi("bot-llm-stopped", timeout=10)
 
     await caller_says(cloud, "That is all, goodbye.", call_id=CALL_ID)
@@ -95,6 +97,7 @@ async def test_a_team_member_ends_the_call_in_its_own_voice(
     await caller_says(cloud, "Billing, please.")
     await call.wait(lambda c: "Billing here." in c.bot_llm_text(), 15, "billing")
     assert "end_call" in cloud.grok.requests[0].tool_names
+    assert "ASYNC TOOLS" not in (cloud.grok.requests[0].system_prompt or "")
     await caller_says(cloud, "Thanks, bye.")
 
     await call.wait_closed(timeout=15)
