@@ -32,15 +32,8 @@ from pipecat.adapters.llm.schemas.tools_schema import ToolsSchema
 from pipecat.audio.vad.vad_analyzer import VADAnalyzer
 from pipecat.flows import FlowManager
 from pipecat.frames.frames import (
-    BotSpeakingFrame,
-    InputTransportMessageFrame,
-    InterimTranscriptionFrame,
-    LLMFullResponseEndFrame,
     LLMRunFrame,
     LLMUpdateSettingsFrame,
-    TranscriptionFrame,
-    UserSpeakingFrame,
-    UserStartedSpeakingFrame,
 )
 from pipecat.observers.base_observer import BaseObserver
 from pipecat.pipeline.pipeline import Pipeline
@@ -57,6 +50,7 @@ from pipecat.services.tts_service import TTSService
 from routing import RoutingLLMService, RoutingSTTService, RoutingTTSService
 from routing.services import ServiceBuilder
 from team_flow import TeamFlow
+from teamrunner.activity import ActivityWatch
 from teamrunner.call_observer import CallObserver
 from teamrunner.caller_audio import CallerAudioStop
 from teamrunner.ending import CallEnding
@@ -75,17 +69,6 @@ from teamrunner.runtime import Runtime
 from teamrunner.turns import user_params
 from teamrunner.voice_watch import VoiceWatch
 
-# What counts as a call being alive, for the idle timeout: someone spoke or typed.
-ACTIVITY_FRAMES = (
-    BotSpeakingFrame,
-    InputTransportMessageFrame,
-    InterimTranscriptionFrame,
-    LLMFullResponseEndFrame,
-    TranscriptionFrame,
-    UserSpeakingFrame,
-    UserStartedSpeakingFrame,
-)
-
 
 @dataclass
 class Call:
@@ -102,6 +85,7 @@ class Call:
         flow: The team's flow (None for a single-AI call).
         flow_manager: pipecat.flows' manager for a team call.
         voice: Watches the voice for stalls (None for a text session).
+        activity: Times how long the call has been idle.
         system_instruction: A single AI's system prompt, from the history.
         lines: Says the lines the runner says itself.
         ending: Ends the call from inside, after a last line.
@@ -119,6 +103,7 @@ class Call:
     flow: TeamFlow | None = None
     flow_manager: FlowManager | None = None
     voice: VoiceWatch | None = None
+    activity: ActivityWatch | None = None
     system_instruction: str | None = None
     history: list[dict[str, Any]] = field(default_factory=list)
     policy: PolicyCall | None = None
@@ -207,9 +192,13 @@ def build_call(
     # RTVI: pipecat's processor at the head (it handles what Go sends), and an
     # observer that sends Go only the events it reads, straight to its socket.
     rtvi = RTVIProcessor()
-    events = ManagerEvents(rtvi, sockets.output.output())
     voice = _voice_watch(runtime, journal, sockets) if plan.speaks else None
-    observer = CallObserver(journal, filler.services.providers, speaks=plan.speaks, voice=voice)
+    activity = ActivityWatch(runtime.settings.session_idle_secs)
+    observer = CallObserver(
+        journal, filler.services.providers, speaks=plan.speaks, voice=voice, activity=activity
+    )
+    # The call's one observer of its own: pipecat hands each observer every frame.
+    events = ManagerEvents(rtvi, sockets.output.output(), companion=observer)
     playout = Playout(speaks=plan.speaks) if _says_lines(plan) else None
     idle = None
     if plan.idle is not None:
@@ -231,7 +220,7 @@ def build_call(
         runtime.settings.llm_fallback_line,
         [p for p in (playout, idle) if p is not None],
     )
-    worker = _worker(plan, runtime, processors, [events, observer, *observers])
+    worker = _worker(plan, runtime, processors, [events, *observers])
     lines.attach(worker)
     ending.attach(worker)
     if policy is not None:
@@ -247,6 +236,7 @@ def build_call(
         vad=turn_params.vad_analyzer,
         flow=slots.flow,
         voice=voice,
+        activity=activity,
         system_instruction=slots.system_instruction,
         history=slots.history,
         policy=policy,
@@ -328,8 +318,9 @@ def _worker(
             enable_metrics=runtime.settings.provider_metrics,
             enable_usage_metrics=False,
         ),
-        idle_timeout_secs=runtime.settings.session_idle_secs,
-        idle_timeout_frames=ACTIVITY_FRAMES,
+        # The session times idleness itself (teamrunner.activity): pipecat's
+        # own timeout would add an observer of every frame.
+        idle_timeout_secs=None,
         # pipecat's turn tracking only feeds its tracing: one more observer of every
         # frame, so it runs only when tracing does.
         enable_turn_tracking=tracing,

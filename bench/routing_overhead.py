@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import httpx
 
-from bench.harness import RunnerProcess, banner, median, split_cores, table
+from bench.harness import ROOT, RunnerProcess, banner, median, split_cores, table
 from simulators.cloud import Cloud
 from simulators.manager import Caller
 from simulators.openai import Reply
@@ -116,12 +117,12 @@ async def bot_frame_cost(
     return spent / chunks
 
 
-async def main(runs: int) -> None:
+async def main(runs: int, root: Path) -> None:
     banner("Routing overhead")
     results: dict[tuple[str, bool], list[float]] = {}
     runner_cores, _ = split_cores()
     async with Cloud(ms_per_char=40) as cloud:
-        runner = RunnerProcess(cloud.environment(), cores=runner_cores)
+        runner = RunnerProcess(cloud.environment(), cores=runner_cores, root=root)
         async with runner, httpx.AsyncClient(timeout=60) as http:
             for run in range(runs + 1):
                 for team in (False, True):
@@ -143,4 +144,6 @@ async def main(runs: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=3)
-    asyncio.run(main(parser.parse_args().runs))
+    parser.add_argument("--root", type=Path, default=ROOT, help="another checkout to measure")
+    args = parser.parse_args()
+    asyncio.run(main(args.runs, args.root))

@@ -6,8 +6,12 @@ from the end of speech to the bot's first audio (pipecat's own
 ``UserBotLatencyObserver``, composed in rather than added beside, so the
 call's frames are handed to one observer queue, not two), each provider's
 time to first byte from pipecat's ``MetricsFrame``s, every provider error,
-the bot's first words after a handoff, and (``VoiceWatch``) a voice that
-stops producing audio.
+the bot's first words after a handoff, (``VoiceWatch``) a voice that
+stops producing audio, and (``ActivityWatch``) how long the call has been idle.
+
+It is not registered with the pipeline worker itself: the call's RTVI
+observer (``ManagerEvents``) hands it each frame, so every frame of a call
+goes through one observer queue and task, not one per observer.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from pipecat.observers.base_observer import BaseObserver, FramePushed
 from pipecat.observers.user_bot_latency_observer import UserBotLatencyObserver
 from pipecat.utils.http import TIMEOUT_EXCEPTIONS
 
+from teamrunner.activity import ActivityWatch
 from teamrunner.journal import CallJournal
 from teamrunner.voice_watch import VoiceWatch
 
@@ -37,6 +42,7 @@ class CallObserver(BaseObserver):
         speaks: Whether the call's replies are spoken (then the bot's first
             words are its first audio; otherwise its first text).
         voice: Watches the call's voice for stalls (None for a text session).
+        activity: Times the call's idleness (None: it is not timed).
     """
 
     def __init__(
@@ -46,23 +52,30 @@ class CallObserver(BaseObserver):
         *,
         speaks: bool,
         voice: VoiceWatch | None = None,
+        activity: ActivityWatch | None = None,
     ) -> None:
         super().__init__(observe_every_push=False)
         self._journal = journal
         self._providers = providers
         self._words = TTSAudioRawFrame if speaks else LLMTextFrame
         self._voice = voice
+        self._activity = activity
         self._latency = UserBotLatencyObserver()
 
         @self._latency.event_handler("on_latency_measured")
         async def on_latency(observer: UserBotLatencyObserver, seconds: float) -> None:
             journal.caller_waited(seconds)
 
+    async def on_pipeline_started(self) -> None:
+        await self._latency.on_pipeline_started()
+
     async def on_push_frame(self, data: FramePushed) -> None:
         await self._latency.on_push_frame(data)
         frame = data.frame
         if self._voice is not None:
             self._voice.saw(frame)
+        if self._activity is not None:
+            self._activity.saw(frame)
         if isinstance(frame, self._words):
             self._journal.bot_output()
         elif isinstance(frame, MetricsFrame):

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from pipecat.processors.frame_processor import FrameProcessor
     from pipecat.workers.runner import WorkerRunner
 
+    from teamrunner.activity import ActivityWatch
     from teamrunner.manager.transport import ManagerSockets
 
 # How long a cancelled call may take to wind down before the session gives up on it.
@@ -73,11 +74,13 @@ class BuiltCall(Protocol):
         sockets: The call's websockets to pipecat-manager.
         components: Each processor that must come up for the call to start,
             with the name a failure is reported under.
+        activity: Times how long the call has gone idle (None: never ends for it).
     """
 
     worker: PipelineWorker
     sockets: ManagerSockets
     components: list[tuple[str, FrameProcessor]]
+    activity: ActivityWatch | None
 
     @property
     def active_member(self) -> MemberPlan:
@@ -130,6 +133,7 @@ class Session:
         self._connected: set[str] = set()
         self._task: asyncio.Task[None] | None = None
         self._stopping: asyncio.Task[None] | None = None
+        self._idle: asyncio.Task[None] | None = None
 
     @property
     def id(self) -> str:
@@ -183,6 +187,8 @@ class Session:
             await self.stop(EndReason.START_FAILED, "the call could not start")
             raise
         self.startup_secs = time.monotonic() - self.started_at
+        if call.activity is not None:
+            self._idle = asyncio.get_running_loop().create_task(self._end_when_idle(call.activity))
         kind = f"team of {len(self.plan.members)}" if self.plan.is_team else "single AI"
         logger.info(f"call up in {self.startup_secs:.3f}s ({kind})")
 
@@ -196,10 +202,6 @@ class Session:
             self._errors.append(frame)
             if frame.fatal:
                 self._set_end(EndReason.FAILED, f"fatal error: {frame.error}")
-
-        @worker.event_handler("on_idle_timeout")
-        async def on_idle(worker):
-            self._set_end(EndReason.IDLE, "nobody spoke for RUNNER_SESSION_IDLE_SECS")
 
         assert self.call is not None
         for direction, socket in (
@@ -265,6 +267,11 @@ class Session:
             self.journal.end_reason = reason
             self.end_detail = detail
 
+    async def _end_when_idle(self, activity: ActivityWatch) -> None:
+        await activity.idle()
+        logger.info("ending the call: idle for RUNNER_SESSION_IDLE_SECS")
+        self.end_soon(EndReason.IDLE, "nobody spoke for RUNNER_SESSION_IDLE_SECS")
+
     async def _run(self, runner: WorkerRunner) -> None:
         try:
             await runner.run()
@@ -272,6 +279,8 @@ class Session:
             logger.exception(f"pipeline failed: {type(e).__name__}")
             self._set_end(EndReason.FAILED, f"pipeline failed: {type(e).__name__}")
         finally:
+            if self._idle is not None:
+                self._idle.cancel()
             if self.call is not None:
                 await self.call.close()
             self.runtime.redactor.discard(self.plan.secrets())

@@ -18,6 +18,12 @@ itself (measured; see BENCHMARKS.md). ``RTVIObserver.send_rtvi_message`` is
 pipecat's hook for sending messages another way. Errors are still reported by
 the RTVI processor itself.
 
+It is also the call's only observer: the call's journal observer
+(``teamrunner.call_observer.CallObserver``) is handed each frame from here
+rather than registered beside it, because pipecat gives every observer a
+queue and a task of its own and hands it every frame each processor
+processes, whether it wants them or not.
+
 A line the runner says itself (``teamrunner.lines``: a greeting, a handoff
 line, a nudge, a goodbye) reaches Go as the bot's words, the way a reply
 does: ``bot-llm-text``, ``bot-transcription``, then ``bot-llm-stopped``. It
@@ -28,7 +34,7 @@ its place among the call's other events.
 from __future__ import annotations
 
 from pipecat.frames.frames import OutputTransportMessageUrgentFrame
-from pipecat.observers.base_observer import FramePushed
+from pipecat.observers.base_observer import BaseObserver, FramePushed
 from pipecat.processors.frame_processor import FrameProcessor
 from pipecat.processors.frameworks.rtvi import RTVIObserver, RTVIObserverParams, RTVIProcessor
 from pipecat.processors.frameworks.rtvi import models as rtvi
@@ -71,15 +77,26 @@ class ManagerEvents(RTVIObserver):
     Args:
         rtvi: The call's RTVI processor (it handles what Go sends, such as send-text).
         output: The output transport of the socket to pipecat-manager.
+        companion: An observer of first pushes to hand each frame to, first.
     """
 
-    def __init__(self, rtvi: RTVIProcessor, output: FrameProcessor) -> None:
+    def __init__(
+        self, rtvi: RTVIProcessor, output: FrameProcessor, companion: BaseObserver | None = None
+    ) -> None:
         # Every message the runner sends is decided by a frame's first push (the
         # aggregated-text exception in RTVIObserver serves bot-output, which is off).
         super().__init__(rtvi, params=MANAGER_MESSAGES, observe_every_push=False)
         self._output = output
+        self._companion = companion
+
+    async def on_pipeline_started(self) -> None:
+        await super().on_pipeline_started()
+        if self._companion is not None:
+            await self._companion.on_pipeline_started()
 
     async def on_push_frame(self, data: FramePushed) -> None:
+        if self._companion is not None:
+            await self._companion.on_push_frame(data)
         if isinstance(data.frame, SpokenLineFrame):
             if not data.first_push:
                 return
