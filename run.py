@@ -172,7 +172,11 @@ def build_call(
         StartError: a provider could not be constructed from its settings.
     """
     sockets = open_sockets(
-        runtime.settings.manager_ws_url, plan.id, hears=plan.hears, redactor=runtime.redactor
+        runtime.settings.manager_ws_url,
+        plan.id,
+        hears=plan.hears,
+        redactor=runtime.redactor,
+        caller_audio_ms=runtime.settings.caller_audio_ms,
     )
     lines = Lines(speaks=plan.speaks)
     ending = CallEnding(lines, journal, voice_timeout_secs=runtime.settings.tts_timeout_secs)

@@ -26,7 +26,7 @@ import httpx
 import uvloop
 
 from bench.capacity import ANSWER, MS_PER_CHAR, QUESTION, VOICES, answer, run_level
-from bench.harness import RunnerProcess, banner, split_cores
+from bench.harness import ROOT, RunnerProcess, banner, split_cores
 from bench.profile import print_shares
 from simulators.cloud import Cloud
 from simulators.speech import speak
@@ -73,7 +73,7 @@ def summarize(raw: Path) -> tuple[int, int, collections.Counter[str], collection
     return busy, waiting, parts, own
 
 
-async def record(calls: int, team: bool, turns: int, raw: Path) -> float:
+async def record(calls: int, team: bool, turns: int, raw: Path, root: Path) -> float:
     """Run the calls under py-spy; returns the runner's CPU per call (share of its core)."""
     runner_cores, _ = split_cores()
     cloud = Cloud(voices=VOICES, ms_per_char=MS_PER_CHAR, responder=answer)
@@ -81,7 +81,7 @@ async def record(calls: int, team: bool, turns: int, raw: Path) -> float:
     speech = speak(QUESTION)
     async with (
         cloud,
-        RunnerProcess(cloud.environment(), cores=runner_cores) as runner,
+        RunnerProcess(cloud.environment(), cores=runner_cores, root=root) as runner,
         httpx.AsyncClient(timeout=60) as http,
     ):
         await run_level(cloud, runner, http, 1, team, 1, speech, runner.rss_mib())
@@ -101,11 +101,11 @@ async def record(calls: int, team: bool, turns: int, raw: Path) -> float:
     return level.runner_cpu_per_call
 
 
-async def main(calls: int, team: bool, turns: int, raw: Path | None) -> None:
+async def main(calls: int, team: bool, turns: int, raw: Path | None, root: Path) -> None:
     banner(f"Profile: {calls} {'team' if team else 'single-AI'} calls on one core")
     with tempfile.TemporaryDirectory() as scratch:
         path = raw or Path(scratch) / "samples.txt"
-        per_call = await record(calls, team, turns, path)
+        per_call = await record(calls, team, turns, path, root)
         busy, waiting, parts, own = summarize(path)
     print(
         f"The runner's CPU per call: {per_call * 100:.1f} % of its core; {busy} busy py-spy "
@@ -121,5 +121,6 @@ if __name__ == "__main__":
     parser.add_argument("--team", action="store_true")
     parser.add_argument("--turns", type=int, default=6)
     parser.add_argument("--raw", type=Path, help="keep py-spy's raw samples here")
+    parser.add_argument("--root", type=Path, default=ROOT, help="another checkout to measure")
     args = parser.parse_args()
-    uvloop.run(main(args.calls, args.team, args.turns, args.raw))
+    uvloop.run(main(args.calls, args.team, args.turns, args.raw, args.root))

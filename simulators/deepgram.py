@@ -176,6 +176,7 @@ class ListenConnection:
     query: MultiDict[str]
     api_key: str | None
     audio_bytes: int = 0
+    audio_messages: list[int] = field(default_factory=list)  # the size of each, in bytes
     control_messages: list[str] = field(default_factory=list)
     transcripts_sent: list[str] = field(default_factory=list)
     interim_transcripts_sent: list[str] = field(default_factory=list)
@@ -287,6 +288,7 @@ class _ListenSession:
 
     async def _on_audio(self, pcm: bytes) -> None:
         self._conn.audio_bytes += len(pcm)
+        self._conn.audio_messages.append(len(pcm))
         self._sha.update(pcm)
         if self._conn.query.get("encoding", "linear16") != "linear16":
             await self._sim.notify()

@@ -66,6 +66,8 @@ class Settings:
             LLM fails or stalls.
         tts_timeout_secs: A voice that produces no audio for this long after
             being given text is reported as stalled.
+        caller_audio_ms: The caller audio frames the pipeline gets are joined from
+            pipecat-manager's 20 ms frames to at least this long (0 or 20: as sent).
         provider_metrics: Whether pipecat measures providers' time to first byte
             (``runner_provider_ttfb_seconds``); each LLM and TTS request then
             sends a few more frames down the pipeline.
@@ -99,6 +101,7 @@ class Settings:
         "RUNNER_LLM_FALLBACK_LINE", "Sorry, I had trouble with that. Could you say it again?"
     )
     tts_timeout_secs: float = _env("RUNNER_TTS_TIMEOUT_SECS", 5.0)
+    caller_audio_ms: int = _env("RUNNER_CALLER_AUDIO_MS", 40, zero_ok=True)
     provider_metrics: bool = _env("RUNNER_PROVIDER_METRICS", True)
     preload_models: str = _env("RUNNER_PRELOAD_MODELS", "silero,smart-turn")
     log_level: str = _env("RUNNER_LOG_LEVEL", "INFO")

@@ -12,7 +12,13 @@ websocket client, and each has a subclass here:
   ``FLUSH_MEDIA`` so the media server drops what it has queued.
 * Input holds caller audio that arrives before the pipeline has started
   (pipecat's input transport has no queue for it yet and would fail, killing
-  the socket) and delivers it, in order, once it has.
+  the socket) and delivers it, in order, once it has. It also joins Go's 20 ms
+  frames into frames of ``RUNNER_CALLER_AUDIO_MS``: every caller frame is a
+  queue hand-off at each processor it passes and a message to the STT
+  provider, and at 50 frames a second per call that is most of what a voice
+  call costs the runner (BENCHMARKS.md section 5). A joined frame waits for
+  its last part, so a word reaches the VAD and the STT up to that much less
+  20 ms later.
 """
 
 from __future__ import annotations
@@ -78,13 +84,60 @@ class UnpacedOutputTransport(WebsocketClientOutputTransport):
         await super().process_frame(frame, direction)
 
 
-class EarlyAudioInputTransport(WebsocketClientInputTransport):
-    """Keeps caller audio that arrives before start, and replays it once started."""
+class AudioJoiner:
+    """Joins consecutive audio frames of one format into frames of at least ``frame_ms``.
 
-    def __init__(self, *args, **kwargs) -> None:
+    Args:
+        frame_ms: The least duration of a joined frame; 0 passes frames as they are.
+    """
+
+    def __init__(self, frame_ms: int) -> None:
+        self._frame_ms = frame_ms
+        self._parts: list[InputAudioRawFrame] = []
+        self._size = 0
+
+    def add(self, frame: InputAudioRawFrame) -> list[InputAudioRawFrame]:
+        """The frames ready to deliver once ``frame`` has arrived (none, one, or two)."""
+        if self._frame_ms <= 0:
+            return [frame]
+        ready = []
+        if self._parts and _format(self._parts[0]) != _format(frame):
+            ready.append(self._join())
+        self._parts.append(frame)
+        self._size += len(frame.audio)
+        bytes_per_ms = frame.sample_rate * frame.num_channels * 2 // 1000
+        if self._size >= self._frame_ms * bytes_per_ms:
+            ready.append(self._join())
+        return ready
+
+    def _join(self) -> InputAudioRawFrame:
+        parts, self._parts, self._size = self._parts, [], 0
+        if len(parts) == 1:
+            return parts[0]
+        first = parts[0]
+        return InputAudioRawFrame(
+            audio=b"".join(p.audio for p in parts),
+            sample_rate=first.sample_rate,
+            num_channels=first.num_channels,
+        )
+
+
+def _format(frame: InputAudioRawFrame) -> tuple[int, int]:
+    return frame.sample_rate, frame.num_channels
+
+
+class EarlyAudioInputTransport(WebsocketClientInputTransport):
+    """Keeps caller audio that arrives before start, replays it once started, and joins it.
+
+    Args:
+        join_ms: The least duration of a caller audio frame delivered (see ``AudioJoiner``).
+    """
+
+    def __init__(self, *args, join_ms: int = 0, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._started = False
         self._early: deque[InputAudioRawFrame] = deque(maxlen=EARLY_AUDIO_FRAMES)
+        self._joiner = AudioJoiner(join_ms)
 
     async def start(self, frame: StartFrame) -> None:
         await super().start(frame)
@@ -92,13 +145,17 @@ class EarlyAudioInputTransport(WebsocketClientInputTransport):
         if self._early:
             logger.debug(f"{self}: delivering {len(self._early)} caller frames sent before start")
         while self._early:
-            await super().push_audio_frame(self._early.popleft())
+            await self._deliver(self._early.popleft())
 
     async def push_audio_frame(self, frame: InputAudioRawFrame) -> None:
         if not self._started:
             self._early.append(frame)
             return
-        await super().push_audio_frame(frame)
+        await self._deliver(frame)
+
+    async def _deliver(self, frame: InputAudioRawFrame) -> None:
+        for joined in self._joiner.add(frame):
+            await super().push_audio_frame(joined)
 
 
 class _OutputSocket(WebsocketClientTransport):
@@ -117,9 +174,15 @@ class _OutputSocket(WebsocketClientTransport):
 class _InputSocket(WebsocketClientTransport):
     """pipecat's client transport, building the input transport that keeps early audio."""
 
+    def __init__(self, *args, join_ms: int, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._join_ms = join_ms
+
     def input(self) -> EarlyAudioInputTransport:
         if not isinstance(self._input, EarlyAudioInputTransport):
-            self._input = EarlyAudioInputTransport(self, self._session, self._params)
+            self._input = EarlyAudioInputTransport(
+                self, self._session, self._params, join_ms=self._join_ms
+            )
         return self._input
 
 
@@ -132,9 +195,13 @@ class ManagerSockets:
 
 
 def open_sockets(
-    base_ws_url: str, call_id: str, *, hears: bool, redactor: Redactor
+    base_ws_url: str, call_id: str, *, hears: bool, redactor: Redactor, caller_audio_ms: int = 0
 ) -> ManagerSockets:
-    """Build (not yet connect) the transports of a call; they dial while the pipeline sets up."""
+    """Build (not yet connect) the transports of a call; they dial while the pipeline sets up.
+
+    ``caller_audio_ms`` is the least duration of the caller audio frames the
+    pipeline gets (0: as pipecat-manager sends them).
+    """
 
     def params() -> WebsocketClientParams:
         return WebsocketClientParams(
@@ -147,7 +214,9 @@ def open_sockets(
         )
 
     input_socket = (
-        _InputSocket(uri=socket_url(base_ws_url, call_id, "input"), params=params())
+        _InputSocket(
+            uri=socket_url(base_ws_url, call_id, "input"), params=params(), join_ms=caller_audio_ms
+        )
         if hears
         else None
     )
