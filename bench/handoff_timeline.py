@@ -31,6 +31,7 @@ import os
 import re
 import signal
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -53,30 +54,30 @@ _SLOW = re.compile(r"^(?P<ms>[\d.]+) ms in (?P<what>.*)$")
 _INSTANCE = re.compile(r"#\d+")
 
 
+def _llm(who: str) -> bool:
+    """A member's LLM service, not the router in front of them (``RoutingLLMService``)."""
+    return "LLMService" in who and not who.startswith("Routing")
+
+
+# Each mark after the first: who notes it, and what it notes.
+MARKS: list[tuple[Callable[[str], bool], str]] = [
+    (_llm, "runs the function"),
+    (_llm, "function returned"),
+    (lambda who: who == "output media sender", "takes FunctionCallResultFrame"),
+    (lambda who: who.endswith("::Source"), "pushes LLMRunFrame down"),
+    (_llm, "pushes LLMFullResponseStartFrame down"),
+]
+
+
 def marks(notes: list[Note], start: float, end: float) -> list[float] | None:
-    """The six cut points of one handoff, or None if a mark is missing."""
-
-    def first(after: float, who: str, what: str) -> float | None:
-        return next((t for t, w, x in notes if t >= after and who in w and x == what), None)
-
-    t1 = first(start, "LLMService", "runs the function")
-    t2 = first(t1, "LLMService", "function returned") if t1 else None
-    t3 = first(t2, "media sender", "takes FunctionCallResultFrame") if t2 else None
-    t4 = first(t3, "::Source", "pushes LLMRunFrame down") if t3 else None
-    t5 = next(
-        (
-            t
-            for t, w, x in notes
-            if t4
-            and t >= t4
-            and "LLMService" in w
-            and "Routing" not in w
-            and x == "pushes LLMFullResponseStartFrame down"
-        ),
-        None,
-    )
-    cuts = [start, t1, t2, t3, t4, t5, end]
-    return None if any(c is None for c in cuts) else [float(c) for c in cuts if c is not None]
+    """The cut points of one handoff, each the first of its note after the one before."""
+    cuts = [start]
+    for who, what in MARKS:
+        at = next((t for t, w, x in notes if t >= cuts[-1] and who(w) and x == what), None)
+        if at is None:
+            return None
+        cuts.append(at)
+    return [*cuts, end]
 
 
 def slow_callbacks(notes: list[Note], start: float, end: float) -> dict[str, float]:

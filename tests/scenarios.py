@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 
 from playground.server import RunnerServer
-from simulators.manager import Caller
+from simulators.manager import Caller, CallRecord
 from simulators.speech import speak
 
 from conftest import OPENAI_KEY, XAI_KEY, Cloud
@@ -167,3 +167,17 @@ async def assert_run_refused(
     assert words in answer["error"], answer["error"]
     assert secret not in response.text
     assert len(runner.sessions) == 0
+
+
+def closed_at(call: CallRecord) -> float:
+    """When the first socket of the call closed."""
+    return min(e.at for e in call.connections() if not e.opened)
+
+
+def played_until(call: CallRecord, cloud: Cloud, voice: str) -> float:
+    """When the media server finished playing the last audio in ``voice``."""
+    return max(
+        start + len(pcm) / 32000
+        for start, pcm in call.heard_bot_audio()
+        if cloud.voices.identify_voice(pcm, 16000, [voice]) == voice
+    )

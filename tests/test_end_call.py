@@ -14,11 +14,19 @@ import asyncio
 import httpx
 
 from playground.server import RunnerServer
-from simulators.manager import Caller, CallRecord
+from simulators.manager import Caller
 from simulators.openai import Reply
 
 from conftest import Cloud
-from scenarios import CALL_ID, TEAM_CALL_ID, caller_says, team_request, voice_request
+from scenarios import (
+    CALL_ID,
+    TEAM_CALL_ID,
+    caller_says,
+    closed_at,
+    played_until,
+    team_request,
+    voice_request,
+)
 
 GOODBYE = "Thank you for calling Acme. Goodbye!"
 END_CALL = {"description": "End the call when the caller says goodbye.", "goodbye": GOODBYE}
@@ -29,20 +37,6 @@ async def metric(http: httpx.AsyncClient, url: str, sample: str) -> float:
         if line.startswith(sample + " "):
             return float(line.split()[-1])
     return 0.0
-
-
-def closed_at(call: CallRecord) -> float:
-    """When the first socket of the call closed."""
-    return min(e.at for e in call.connections() if not e.opened)
-
-
-def played_until(call: CallRecord, cloud: Cloud, voice: str) -> float:
-    """When the media server finished playing the last audio in ``voice``."""
-    return max(
-        start + len(pcm) / 32000
-        for start, pcm in call.heard_bot_audio()
-        if cloud.voices.identify_voice(pcm, 16000, [voice]) == voice
-    )
 
 
 async def test_end_call_says_the_goodbye_and_closes_both_sockets_once_it_was_heard(

@@ -21,12 +21,21 @@ from loguru import logger
 
 from playground.policy_service import ExamplePolicy
 from playground.server import RunnerServer
-from simulators.manager import Caller, CallRecord
+from simulators.manager import Caller
 from simulators.openai import ChatRequest, Reply
 from simulators.policy import PolicyAnswer, PolicySimulator
 
 from conftest import Cloud
-from scenarios import BILLING, CALL_ID, GREETER, TEAM_CALL_ID, caller_says, team_request
+from scenarios import (
+    BILLING,
+    CALL_ID,
+    GREETER,
+    TEAM_CALL_ID,
+    caller_says,
+    closed_at,
+    played_until,
+    team_request,
+)
 from scenarios import voice_request as _voice_request
 
 TOKEN = "policy-bearer-7f3c9e1d5b"
@@ -64,19 +73,6 @@ def result_of(request: ChatRequest) -> Any:
     last = request.messages[-1]
     assert last["role"] == "tool", last
     return json.loads(last["content"])
-
-
-def closed_at(call: CallRecord) -> float:
-    return min(e.at for e in call.connections() if not e.opened)
-
-
-def played_until(call: CallRecord, cloud: Cloud, voice: str) -> float:
-    """When the media server finished playing the last audio in ``voice``."""
-    return max(
-        start + len(pcm) / 32000
-        for start, pcm in call.heard_bot_audio()
-        if cloud.voices.identify_voice(pcm, 16000, [voice]) == voice
-    )
 
 
 @pytest.fixture
