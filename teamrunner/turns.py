@@ -9,8 +9,10 @@ ends a turn:
 * smart turn on: the smart-turn model judges, after each pause the VAD sees,
   whether the caller has finished;
 * smart turn off: a fixed rule, the turn ends once the VAD has heard
-  ``stop_secs`` of silence and a further ``USER_SPEECH_TIMEOUT_SECS`` passes
-  with no more speech.
+  ``stop_secs`` of silence and a further ``USER_SPEECH_TIMEOUT_SECS`` of the
+  caller's audio has arrived with no more speech in it
+  (``teamrunner.turn_stop``: pipecat times that grace on the wall clock, which
+  splits a sentence in two when the audio runs late).
 
 The strategies are always given explicitly: pipecat's defaults would load the
 smart-turn model for every call, wanted or not.
@@ -30,6 +32,7 @@ from pipecat.turns.user_turn_strategies import UserTurnStrategies
 from teamrunner.contract import VADConfig
 from teamrunner.plan import TurnPlan
 from teamrunner.speech_models import SpeechModels
+from teamrunner.turn_stop import HeardSilenceTurnStop
 
 # pipecat's default grace after the VAD's stop before a turn ends.
 USER_SPEECH_TIMEOUT_SECS = 0.6
@@ -57,7 +60,7 @@ def user_params(turn: TurnPlan, models: SpeechModels, *, hears: bool) -> LLMUser
     stop = (
         TurnAnalyzerUserTurnStopStrategy(turn_analyzer=models.smart_turn())
         if turn.smart_turn
-        else SpeechTimeoutUserTurnStopStrategy(user_speech_timeout=USER_SPEECH_TIMEOUT_SECS)
+        else HeardSilenceTurnStop(grace_secs=USER_SPEECH_TIMEOUT_SECS)
     )
     return LLMUserAggregatorParams(
         vad_analyzer=models.vad(vad_params(turn.vad)),

@@ -26,9 +26,19 @@ from scenarios import CALL_ID, voice_request
 
 
 async def first_user_turn(
-    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient, **turn: Any
+    cloud: Cloud,
+    runner: RunnerServer,
+    http: httpx.AsyncClient,
+    *,
+    pause: float = 1.2,
+    speed: float = 1.0,
+    **turn: Any,
 ) -> str:
-    """What the LLM was first asked after the caller spoke, under ``turn`` settings."""
+    """What the LLM was first asked after the caller spoke, under ``turn`` settings.
+
+    ``speed`` below 1 delivers the caller's audio slower than real time, as a
+    busy machine does when the audio waits in the pipeline's queues.
+    """
     cloud.openai.push(Reply.say("Hi."), Reply.say("Okay."), Reply.say("Okay."))
     cloud.deepgram.push_transcripts("I was wondering if you could", "help me with my bill.")
     call = cloud.manager.expect_call(
@@ -36,14 +46,16 @@ async def first_user_turn(
         caller=Caller(
             Caller.silence(0.5),
             Caller.pcm(speak("I was wondering if you could")),
-            Caller.silence(1.2),
+            Caller.silence(pause),
             Caller.pcm(speak("help me with my bill.")),
+            realtime=speed == 1.0,
+            speed=speed,
         ),
     )
     body = voice_request(tts_type=None, tts_voice_id=None, tools=[], **turn)
     response = await http.post(f"{runner.url}/run", json=body)
     assert response.status_code == 200, response.text
-    await call.wait_caller_done(timeout=15)
+    await call.wait_caller_done(timeout=30)
     await call.wait(
         lambda c: (
             "help me with my bill." in " ".join(r.user_text or "" for r in cloud.openai.requests)
@@ -83,3 +95,14 @@ async def test_smart_turn_waits_out_a_pause_in_an_unfinished_sentence(
     first = await first_user_turn(cloud, runner, http, smart_turn_enabled=smart_turn)
 
     assert first == expected
+
+
+async def test_a_short_pause_in_audio_that_arrives_late_stays_in_one_turn(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    # 0.4 s of pause: the VAD stops 0.3 s into it and hears speech again well
+    # inside the 0.6 s grace, counted in audio. On the wall clock, with the audio
+    # arriving at 0.4 times real time, the grace would run out first.
+    first = await first_user_turn(cloud, runner, http, pause=0.4, speed=0.4)
+
+    assert first == "I was wondering if you could help me with my bill."
