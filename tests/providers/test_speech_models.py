@@ -50,6 +50,7 @@ from teamrunner.providers.local import (
     GreedyWhisper,
     SharedPiperTTSService,
     SharedWhisperSTTService,
+    first_clause,
 )
 from teamrunner.speech_models import SpeechModels
 
@@ -350,12 +351,12 @@ def test_shared_piper_starts_as_pipecats_starts(models: SpeechModels) -> None:
 
 
 async def spoken(
-    service: PiperTTSService, text: str, rate: int
+    service: PiperTTSService, *texts: str, rate: int
 ) -> tuple[set[tuple[int, int]], bytes]:
     down, up = await run_test(
         service,
         pipeline_params=PipelineParams(audio_out_sample_rate=rate),
-        frames_to_send=[TTSSpeakFrame(text)],
+        frames_to_send=[TTSSpeakFrame(text) for text in texts],
     )
     assert not [f for f in (*down, *up) if isinstance(f, ErrorFrame)]
     audio = [f for f in down if isinstance(f, TTSAudioRawFrame)]
@@ -363,23 +364,57 @@ async def spoken(
 
 
 async def test_shared_piper_speaks_the_very_pcm_pipecats_speaks(models: SpeechModels) -> None:
-    """Two sentences, so two chunks from the voice; both voices are fresh.
+    """Two sentences of one clause each, so two chunks from the voice; both voices are fresh.
 
     Piper's graph draws noise from its session's generator, so only fresh
     voices say a text alike. The pipeline runs at the voice's own rate: pipecat's
     stream resampler clears its history after 0.2 s of wall-clock quiet, which
     would make the bytes depend on how fast the second sentence came.
     """
-    text = "Hello, thank you for calling. How can I help you today?"
+    text = "Thank you for calling. How can I help you today?"
     voice = models.piper_voice()
     rate = voice.config.sample_rate
 
-    pipecats = await spoken(pipecats_piper(), text, rate)
-    ours = await spoken(SharedPiperTTSService(voice=voice, lock=models.piper_lock), text, rate)
+    pipecats = await spoken(pipecats_piper(), text, rate=rate)
+    ours = await spoken(SharedPiperTTSService(voice=voice, lock=models.piper_lock), text, rate=rate)
 
     assert ours == pipecats
     assert ours[0] == {(rate, 1)}
     assert len(ours[1]) > 2 * rate * 2, "both sentences, over 2 s of s16le"
+
+
+async def test_shared_piper_speaks_a_first_clause_as_pipecats_speaks_it_alone(
+    models: SpeechModels,
+) -> None:
+    """The first clause is its own synthesis, so its audio is ready before the rest is made."""
+    voice = models.piper_voice()
+    rate = voice.config.sample_rate
+    first, rest = "Here is what I found:", "invoice 1042, amount 42 dollars."
+
+    pipecats = await spoken(pipecats_piper(), first, rest, rate=rate)
+    whole = await spoken(pipecats_piper(), f"{first} {rest}", rate=rate)
+    ours = await spoken(
+        SharedPiperTTSService(voice=voice, lock=models.piper_lock), f"{first} {rest}", rate=rate
+    )
+
+    assert ours == pipecats
+    assert ours[1] != whole[1], "pipecat alone would have made the sentence in one piece"
+
+
+@pytest.mark.parametrize(
+    ("text", "parts"),
+    [
+        ("Hello, thank you for calling.", ["Hello,", "thank you for calling."]),
+        ("I heard: when is it due?", ["I heard:", "when is it due?"]),
+        ("Invoice 1,042 is due; pay by card.", ["Invoice 1,042 is due;", "pay by card."]),
+        ("Your bill is 42 dollars.", ["Your bill is 42 dollars."]),
+        ("Okay,", ["Okay,"]),
+    ],
+)
+def test_first_clause_cuts_at_the_first_clause_mark_followed_by_a_space(
+    text: str, parts: list[str]
+) -> None:
+    assert first_clause(text) == parts
 
 
 def test_shared_piper_loads_no_voice_of_its_own(
