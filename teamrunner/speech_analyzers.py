@@ -27,7 +27,7 @@ import onnxruntime
 from pipecat.audio.turn.smart_turn.base_smart_turn import BaseSmartTurn, SmartTurnParams
 from pipecat.audio.turn.smart_turn.local_smart_turn_v3 import LocalSmartTurnAnalyzerV3
 from pipecat.audio.vad.silero import SileroOnnxModel, SileroVADAnalyzer
-from pipecat.audio.vad.vad_analyzer import VADAnalyzer, VADParams
+from pipecat.audio.vad.vad_analyzer import VADAnalyzer, VADParams, VADState
 
 
 def bundled(package: str, name: str) -> str:
@@ -53,6 +53,22 @@ class SharedSileroVAD(SileroVADAnalyzer):
         self._model = _SharedSileroModel(session)
         self._windows_since_reset = 0
         self._low_confidence_windows = 0
+        self._last_state = VADState.QUIET
+
+    @property
+    def hears_speech(self) -> bool:
+        """Whether the last audio analyzed was speech, reported or not yet.
+
+        pipecat reports speech only once it has lasted ``start_secs``, and the
+        report reaches the rest of the aggregator after the audio that caused
+        it. The end-of-turn rule asks this so that a caller who resumed inside
+        its grace is not cut off while the VAD is still making sure.
+        """
+        return self._last_state in (VADState.STARTING, VADState.SPEAKING)
+
+    async def analyze_audio(self, buffer: bytes) -> VADState:
+        self._last_state = await super().analyze_audio(buffer)
+        return self._last_state
 
 
 class SharedSmartTurn(LocalSmartTurnAnalyzerV3):

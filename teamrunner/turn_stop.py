@@ -8,8 +8,11 @@ many calls on one core) the audio of the caller's next word is still queued
 when the wall clock runs out, and one sentence with a pause in it is cut into
 two turns. Counting the grace in audio that has actually reached the VAD asks
 the question the rule means ("did the caller say nothing more for this long?")
-however late the audio is. A wall-clock limit remains, longer than the grace,
-for a line whose audio stops coming altogether.
+however late the audio is. Speech the VAD is still confirming when the grace
+runs out (it reports speech only after ``start_secs`` of it) holds the turn
+open until the VAD decides, so a caller who resumed inside the grace is not cut
+off. A wall-clock limit remains, longer than the grace, for a line whose audio
+stops coming altogether.
 
 The rest of the rule is pipecat's: a turn needs a transcript; a finalized
 transcript, or the STT's advertised p99 latency after the stop, says the STT has
@@ -20,6 +23,7 @@ starts the grace from the transcript.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from pipecat.frames.frames import (
     Frame,
@@ -46,9 +50,12 @@ def audio_secs(frame: InputAudioRawFrame) -> float:
 class HeardSilenceTurnStop(BaseUserTurnStopStrategy):
     """Ends a turn after ``grace_secs`` of caller audio with no speech in it."""
 
-    def __init__(self, *, grace_secs: float) -> None:
+    def __init__(
+        self, *, grace_secs: float, hears_speech: Callable[[], bool] = lambda: False
+    ) -> None:
         super().__init__()
         self._grace = grace_secs
+        self._hears_speech = hears_speech
         self._stt_p99 = 0.0
         self._text = ""
         self._speaking = False
@@ -96,7 +103,7 @@ class HeardSilenceTurnStop(BaseUserTurnStopStrategy):
         if self._heard is None:
             return
         self._heard += audio_secs(frame)
-        if self._heard >= self._grace:
+        if self._heard >= self._grace and not self._hears_speech():
             await self._grace_over()
 
     async def _vad_stop(self, frame: VADUserStoppedSpeakingFrame) -> None:

@@ -57,13 +57,16 @@ def user_params(turn: TurnPlan, models: SpeechModels, *, hears: bool) -> LLMUser
                 stop=[SpeechTimeoutUserTurnStopStrategy()],
             )
         )
+    vad = models.vad(vad_params(turn.vad))
     stop = (
         TurnAnalyzerUserTurnStopStrategy(turn_analyzer=models.smart_turn())
         if turn.smart_turn
-        else HeardSilenceTurnStop(grace_secs=USER_SPEECH_TIMEOUT_SECS)
+        else HeardSilenceTurnStop(
+            grace_secs=USER_SPEECH_TIMEOUT_SECS, hears_speech=lambda: vad.hears_speech
+        )
     )
     return LLMUserAggregatorParams(
-        vad_analyzer=models.vad(vad_params(turn.vad)),
+        vad_analyzer=vad,
         user_turn_strategies=UserTurnStrategies(
             start=[VADUserTurnStartStrategy(), TranscriptionUserTurnStartStrategy()],
             stop=[stop],

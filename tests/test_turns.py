@@ -106,3 +106,15 @@ async def test_a_short_pause_in_audio_that_arrives_late_stays_in_one_turn(
     first = await first_user_turn(cloud, runner, http, pause=0.4, speed=0.4)
 
     assert first == "I was wondering if you could help me with my bill."
+
+
+async def test_a_caller_who_resumes_inside_the_grace_is_not_cut_off_while_the_vad_confirms(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    # About 0.7 s of quiet between the words (Piper's own silences included): the
+    # VAD stops 0.2 s into it, the caller speaks again about 0.5 s later, inside
+    # the 0.6 s grace, but the VAD reports speech only once it has lasted its
+    # start_secs (0.2 s), after the grace.
+    first = await first_user_turn(cloud, runner, http, pause=0.5, vad_config={"stop_secs": 0.2})
+
+    assert first == "I was wondering if you could help me with my bill."

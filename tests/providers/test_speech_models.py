@@ -152,8 +152,13 @@ def test_shared_vad_starts_as_pipecats_vad_starts(models: SpeechModels) -> None:
     params = VADParams(stop_secs=0.4)
     pipecats = SileroVADAnalyzer(params=params)
     ours = models.vad(params)
+    # The one attribute the adapter adds: the last state, for ``hears_speech``.
+    added = starting_state(ours).pop("_last_state")
 
-    assert starting_state(ours) == starting_state(pipecats)
+    assert added == VADState.QUIET
+    assert {k: v for k, v in starting_state(ours).items() if k != "_last_state"} == (
+        starting_state(pipecats)
+    )
     assert starting_state(ours._model) == starting_state(pipecats._model)
     assert session_options(ours._model.session) == session_options(pipecats._model.session)
 
@@ -191,6 +196,25 @@ async def test_shared_vad_goes_through_pipecats_vad_states(models: SpeechModels)
 
     assert ours == pipecats
     assert set(ours) == set(VADState)
+
+
+async def test_shared_vad_hears_speech_from_its_start_until_it_stops(
+    models: SpeechModels,
+) -> None:
+    vad = models.vad(VADParams(start_secs=0.1, stop_secs=0.5))
+    vad.set_sample_rate(RATE)
+    heard = []
+    for chunk in chunks(conversation()):
+        state = await vad.analyze_audio(chunk)
+        heard.append((state, vad.hears_speech))
+    await vad.cleanup()
+
+    assert {hears for state, hears in heard if state in (VADState.STARTING, VADState.SPEAKING)} == {
+        True
+    }
+    assert {hears for state, hears in heard if state in (VADState.QUIET, VADState.STOPPING)} == {
+        False
+    }
 
 
 def test_vads_of_one_models_share_the_session_and_keep_their_own_stream_state(
