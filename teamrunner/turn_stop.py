@@ -17,7 +17,10 @@ stops coming altogether.
 The rest of the rule is pipecat's: a turn needs a transcript; a finalized
 transcript, or the STT's advertised p99 latency after the stop, says the STT has
 sent everything; a transcript with no VAD stop (the VAD missed short speech)
-starts the grace from the transcript.
+starts the grace from the transcript. One change: a finalized transcript that
+arrives while the caller is speaking again (a recogniser that transcribes each
+stretch between the VAD's stops finishes the first while the second is said)
+does not count as the last one, or the turn would end on the first stretch.
 """
 
 from __future__ import annotations
@@ -121,7 +124,9 @@ class HeardSilenceTurnStop(BaseUserTurnStopStrategy):
 
     async def _transcript(self, frame: TranscriptionFrame) -> None:
         self._text += frame.text
-        if frame.finalized:
+        if frame.finalized and not self._speaking:
+            # A final transcript that comes while the caller is speaking again
+            # covers an earlier part of the turn, not what is being said now.
             self._finalized = True
             if not self._stt_done:
                 self._stt_done = True
