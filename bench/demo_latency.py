@@ -5,9 +5,9 @@ Piper and espeak-ng voices, Silero VAD) on this machine, with a caller who
 says ``--turns`` lines, once per turn-taking setting, and reads each reply's
 wait off the call's own transcript (what pipecat-manager's side saw, as the
 demo prints it). The first setting is the baseline: the fixed end-of-turn
-rule the demo has (VAD stop 0.3 s plus 0.6 s); the others are the levers.
-The transcript is checked too, one caller turn per line said: a faster turn
-that splits or mishears the caller does not pay.
+rule the demo had (VAD stop 0.3 s plus 0.6 s); the second is the demo's own.
+The transcript (one caller line per turn) is checked too: a faster turn that
+splits or mishears the caller does not pay.
 
     python -m bench.demo_latency [--turns 10]
 """
@@ -22,7 +22,6 @@ from bench.harness import banner, percentile, table
 from playground.cli import DEMO_TEAM
 from playground.team_call import run_team
 from playground.teamfile import TeamFile, load
-from playground.transcript import Line
 from teamrunner.contract import VADConfig
 
 LINES = [
@@ -39,33 +38,14 @@ LINES = [
 ]
 
 SETTINGS: list[tuple[str, bool, float]] = [
-    ("fixed rule, VAD stop 0.3 s (the demo)", False, 0.3),
-    ("fixed rule, VAD stop 0.2 s", False, 0.2),
+    ("fixed rule, VAD stop 0.3 s (before)", False, 0.3),
+    ("fixed rule, VAD stop 0.2 s (the demo)", False, 0.2),
     ("smart-turn, VAD stop 0.2 s", True, 0.2),
 ]
 
 
 def words(text: str) -> list[str]:
     return re.findall(r"[a-z0-9]+", text.lower())
-
-
-def caller_turns(lines: list[Line]) -> list[str]:
-    """What the caller said between the bot's lines, one entry per turn.
-
-    The transcript has a line per final transcript, and a recogniser that
-    starts on each VAD stop sends several for a line with a pause in it.
-    """
-    turns: list[str] = []
-    previous = None
-    for line in lines:
-        if line.kind == "caller":
-            if previous == "caller":
-                turns[-1] += f" {line.text}"
-            else:
-                turns.append(line.text)
-        if line.kind in ("caller", "bot"):
-            previous = line.kind
-    return turns
 
 
 def with_turns(team: TeamFile, smart_turn: bool, stop_secs: float) -> TeamFile:
@@ -85,7 +65,7 @@ async def main(turns: int) -> None:
         report = await run_team(
             with_turns(team, smart_turn, stop_secs), say=lines, echo=lambda _: None
         )
-        heard = caller_turns(report.lines)
+        heard = [line.text for line in report.lines if line.kind == "caller"]
         right = sum(words(h) == words(s) for h, s in zip(heard, lines, strict=False))
         waits = [s * 1000 for s in report.latencies]
         p50 = percentile(waits, 50)

@@ -137,7 +137,7 @@ class Transcript:
     def _on_rtvi(self, message: Any) -> None:
         data = message.data if isinstance(message.data, dict) else {}
         if message.type == "user-transcription" and data.get("final"):
-            self._add(Line(self._at(message), "caller", str(data.get("text", "")).strip()))
+            self._caller_said(self._at(message), str(data.get("text", "")).strip())
         elif message.type == "bot-llm-text":
             self._text += str(data.get("text", ""))
         elif message.type == "bot-llm-stopped":
@@ -152,6 +152,19 @@ class Transcript:
                     )
                 )
             self._text = ""
+
+    def _caller_said(self, at: float, text: str) -> None:
+        """One line per caller turn, as the LLM hears it.
+
+        A recogniser that starts on each stop of the VAD sends a final
+        transcript for each part of a line with a pause in it.
+        """
+        last = self.lines[-1] if self.lines else None
+        if last is not None and last.kind == "caller":
+            last.text = f"{last.text} {text}"
+            self.echo(_format(Line(at, "caller", f"... {text}")))
+            return
+        self._add(Line(at, "caller", text))
 
     def _add(self, line: Line) -> None:
         self.lines.append(line)
