@@ -17,10 +17,11 @@ stops coming altogether.
 The rest of the rule is pipecat's: a turn needs a transcript; a finalized
 transcript, or the STT's advertised p99 latency after the stop, says the STT has
 sent everything; a transcript with no VAD stop (the VAD missed short speech)
-starts the grace from the transcript. One change: a finalized transcript that
-arrives while the caller is speaking again (a recogniser that transcribes each
-stretch between the VAD's stops finishes the first while the second is said)
-does not count as the last one, or the turn would end on the first stretch.
+starts the grace from the transcript. One change: pipecat takes any finalized
+transcript as the last, but a recogniser that transcribes each stretch between
+the VAD's stops, one after another, can deliver the first stretch's after the
+second has ended, and the turn would end without the second. Here the STT has
+sent everything once a final transcript has come for every stop of the turn.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from collections.abc import Callable
 from pipecat.frames.frames import (
     Frame,
     InputAudioRawFrame,
-    InterimTranscriptionFrame,
     STTMetadataFrame,
     TranscriptionFrame,
     VADUserStartedSpeakingFrame,
@@ -63,7 +63,8 @@ class HeardSilenceTurnStop(BaseUserTurnStopStrategy):
         self._text = ""
         self._speaking = False
         self._vad_stopped = False
-        self._finalized = False
+        # VAD stops this turn whose final transcript has not come yet.
+        self._unheard_stops = 0
         # The grace: None while not counting, else the caller audio heard since it began.
         self._heard: float | None = None
         self._grace_done = False
@@ -74,11 +75,13 @@ class HeardSilenceTurnStop(BaseUserTurnStopStrategy):
     async def handle_user_turn_started(self) -> None:
         # The VAD's state is the line's, not the turn's: a turn can begin mid-speech.
         self._text = ""
+        self._unheard_stops = 0
         await self._forget_progress()
 
     async def handle_user_turn_stopped(self) -> None:
         self._text = ""
         self._speaking = False
+        self._unheard_stops = 0
         await self._forget_progress()
 
     async def cleanup(self) -> None:
@@ -97,9 +100,6 @@ class HeardSilenceTurnStop(BaseUserTurnStopStrategy):
             await self._vad_stop(frame)
         elif isinstance(frame, TranscriptionFrame):
             await self._transcript(frame)
-        elif isinstance(frame, InterimTranscriptionFrame):
-            # More is on its way: an earlier final transcript no longer covers the speech.
-            self._finalized = False
         return ProcessFrameResult.CONTINUE
 
     async def _hear(self, frame: InputAudioRawFrame) -> None:
@@ -115,8 +115,9 @@ class HeardSilenceTurnStop(BaseUserTurnStopStrategy):
         await self._start_grace()
         await self._cancel(self._stt_wait)
         self._stt_wait = None
+        self._unheard_stops += 1
         stt_wait = max(0.0, self._stt_p99 - frame.stop_secs)
-        self._stt_done = self._finalized or stt_wait <= 0
+        self._stt_done = stt_wait <= 0
         if not self._stt_done:
             self._stt_wait = self.task_manager.create_task(
                 self._stt_wait_out(stt_wait), f"{self}::stt_wait"
@@ -124,11 +125,11 @@ class HeardSilenceTurnStop(BaseUserTurnStopStrategy):
 
     async def _transcript(self, frame: TranscriptionFrame) -> None:
         self._text += frame.text
-        if frame.finalized and not self._speaking:
-            # A final transcript that comes while the caller is speaking again
-            # covers an earlier part of the turn, not what is being said now.
-            self._finalized = True
-            if not self._stt_done:
+        if frame.finalized:
+            # One final transcript comes for each VAD stop (the STT is asked to
+            # finalize there, or transcribes the stretch that ended there), in order.
+            self._unheard_stops = max(0, self._unheard_stops - 1)
+            if self._unheard_stops == 0 and not self._stt_done:
                 self._stt_done = True
                 await self._cancel(self._stt_wait)
                 self._stt_wait = None
@@ -175,7 +176,6 @@ class HeardSilenceTurnStop(BaseUserTurnStopStrategy):
             await self.trigger_user_turn_stopped()
 
     async def _forget_progress(self) -> None:
-        self._finalized = False
         self._vad_stopped = False
         self._heard = None
         self._grace_done = False

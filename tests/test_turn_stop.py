@@ -133,3 +133,21 @@ async def test_a_final_transcript_that_comes_while_the_caller_speaks_again_is_no
     ]
 
     assert await turns_ended(frames) == ["Hi. I have a billing question."]
+
+
+async def test_a_turn_waits_for_a_final_transcript_for_each_stop_of_the_vad() -> None:
+    # "Thank you, goodbye.": the recogniser is still on "Thank you." when the
+    # short "goodbye" has ended, and sends the two one after the other.
+    frames = [
+        *started(),
+        *stopped(),
+        *audio(0.12),
+        *started(),
+        *stopped(),
+        *said("Thank you."),
+        *audio(0.68),
+        *said("Goodbye."),
+        *audio(0.12),
+    ]
+
+    assert await turns_ended(frames) == ["Thank you. Goodbye."]
