@@ -33,12 +33,24 @@ from pipecat.frames.frames import (
     Frame,
     InputAudioRawFrame,
     STTMetadataFrame,
+    SystemFrame,
     TranscriptionFrame,
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
 from pipecat.turns.types import ProcessFrameResult
 from pipecat.turns.user_stop import BaseUserTurnStopStrategy
+
+
+class NoWordsFrame(SystemFrame):
+    """A recogniser transcribed a stretch of caller audio and found no words in it.
+
+    pipecat sends no transcript then, so without this the rule could not tell
+    a stretch with no words from one whose transcript is late, and would wait
+    out the STT's p99 latency either way. A system frame, so that an
+    interruption cannot drop it.
+    """
+
 
 # How much longer than the grace the wall clock may run when no audio comes at all.
 SILENT_LINE_SLACK_SECS = 1.0
@@ -100,6 +112,9 @@ class HeardSilenceTurnStop(BaseUserTurnStopStrategy):
             await self._vad_stop(frame)
         elif isinstance(frame, TranscriptionFrame):
             await self._transcript(frame)
+        elif isinstance(frame, NoWordsFrame):
+            await self._stop_answered()
+            await self._maybe_end()
         return ProcessFrameResult.CONTINUE
 
     async def _hear(self, frame: InputAudioRawFrame) -> None:
@@ -126,13 +141,7 @@ class HeardSilenceTurnStop(BaseUserTurnStopStrategy):
     async def _transcript(self, frame: TranscriptionFrame) -> None:
         self._text += frame.text
         if frame.finalized:
-            # One final transcript comes for each VAD stop (the STT is asked to
-            # finalize there, or transcribes the stretch that ended there), in order.
-            self._unheard_stops = max(0, self._unheard_stops - 1)
-            if self._unheard_stops == 0 and not self._stt_done:
-                self._stt_done = True
-                await self._cancel(self._stt_wait)
-                self._stt_wait = None
+            await self._stop_answered()
         if self._grace_done and self._stt_done:
             await self._maybe_end()
             return
@@ -140,6 +149,19 @@ class HeardSilenceTurnStop(BaseUserTurnStopStrategy):
             # Speech the VAD never saw: the grace runs from the transcript.
             self._stt_done = True
             await self._start_grace()
+
+    async def _stop_answered(self) -> None:
+        """A final transcript (or word that there were none) for one VAD stop.
+
+        One comes for each stop, in order: pipecat asks a streaming STT to
+        finalize there, and a recogniser of stretches transcribes the stretch
+        that ended there.
+        """
+        self._unheard_stops = max(0, self._unheard_stops - 1)
+        if self._unheard_stops == 0 and not self._stt_done:
+            self._stt_done = True
+            await self._cancel(self._stt_wait)
+            self._stt_wait = None
 
     async def _start_grace(self) -> None:
         self._heard = 0.0

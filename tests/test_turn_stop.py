@@ -27,7 +27,7 @@ from pipecat.tests.utils import SleepFrame, run_test
 from pipecat.turns.user_start import VADUserTurnStartStrategy
 from pipecat.turns.user_turn_strategies import UserTurnStrategies
 
-from teamrunner.turn_stop import HeardSilenceTurnStop
+from teamrunner.turn_stop import HeardSilenceTurnStop, NoWordsFrame
 
 RATE = 16000
 STEP = 0.02  # wall-clock seconds between frames, so each is handled in order
@@ -151,3 +151,20 @@ async def test_a_turn_waits_for_a_final_transcript_for_each_stop_of_the_vad() ->
     ]
 
     assert await turns_ended(frames) == ["Thank you. Goodbye."]
+
+
+async def test_a_stretch_the_recogniser_found_no_words_in_does_not_hold_the_turn() -> None:
+    # A cough after the sentence: the VAD stops twice, the second stretch has no words.
+    frames = [
+        *started(),
+        *stopped(),
+        *said("Hello."),
+        *audio(0.12),
+        *started(),
+        *stopped(),
+        NoWordsFrame(),
+        SleepFrame(STEP),
+        *audio(0.68),
+    ]
+
+    assert await turns_ended(frames) == ["Hello."]

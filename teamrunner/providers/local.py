@@ -33,13 +33,16 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, Iterator
 from typing import Any
 
+from pipecat.frames.frames import Frame, TranscriptionFrame
 from pipecat.services.piper.tts import PiperTTSService
 from pipecat.services.tts_service import TTSService
 from pipecat.services.whisper.stt import WhisperSTTService
 from pipecat.transcriptions.language import Language
+
+from teamrunner.turn_stop import NoWordsFrame
 
 PIPER_VOICE = "en_US-joe-medium"
 
@@ -82,12 +85,21 @@ class SharedWhisperSTTService(WhisperSTTService):
             device="cpu",
             settings=WhisperSTTService.Settings(model="tiny.en", language=language or Language.EN),
             # How long the end-of-turn rule waits after the VAD's stop for a final
-            # transcript. Every stretch of speech gets one, which ends the wait at
-            # once, so this is the wait for a stretch with no words in it: 0.6-0.8 s
-            # a stretch on 2 cores, over 1 s when other calls share them.
-            ttfs_p99_latency=2.0,
+            # transcript. Every stretch gets a transcript or a NoWordsFrame, which
+            # ends the wait at once, so this only bounds a failed transcription:
+            # a stretch takes 0.6-0.8 s on 2 cores, over 2 s when calls share them.
+            ttfs_p99_latency=5.0,
             **kwargs,
         )
+
+    async def run_stt(self, audio: bytes) -> AsyncGenerator[Frame, None]:
+        """pipecat's transcription, and a ``NoWordsFrame`` when it found no words."""
+        heard = False
+        async for frame in super().run_stt(audio):
+            heard = heard or isinstance(frame, TranscriptionFrame)
+            yield frame
+        if not heard:
+            yield NoWordsFrame()
 
     def _load(self) -> None:
         """Take the shared model instead of loading one, then check the language as pipecat does."""

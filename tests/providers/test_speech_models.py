@@ -314,6 +314,16 @@ async def test_shared_whisper_hears_what_pipecats_hears(models: SpeechModels) ->
     assert [words(text) for text, _ in ours] == [words(SENTENCE)]
 
 
+async def test_shared_whisper_says_so_when_a_stretch_has_no_words(models: SpeechModels) -> None:
+    service = SharedWhisperSTTService(model=models.whisper(), language=None)
+
+    quiet = [type(f).__name__ async for f in service.run_stt(silence(1.0))]
+    spoken = [type(f).__name__ async for f in service.run_stt(speak(SENTENCE))]
+
+    assert quiet == ["NoWordsFrame"]
+    assert spoken == ["TranscriptionFrame"]
+
+
 async def test_shared_whisper_decodes_greedily_without_timestamps(models: SpeechModels) -> None:
     """What makes it faster than pipecat's own: one beam, and no segment timing."""
     model = models.whisper()
