@@ -5,7 +5,7 @@ Piper and espeak-ng voices, Silero VAD) on this machine, with a caller who
 says ``--turns`` lines, once per turn-taking setting, and reads each reply's
 wait off the call's own transcript (what pipecat-manager's side saw, as the
 demo prints it). The first setting is the baseline: the fixed end-of-turn
-rule the demo had (VAD stop 0.3 s plus 0.6 s); the second is the demo's own.
+rule the demo has (VAD stop 0.3 s plus 0.6 s); the others are the levers.
 The transcript (one caller line per turn) is checked too: a faster turn that
 splits or mishears the caller does not pay.
 
@@ -38,8 +38,8 @@ LINES = [
 ]
 
 SETTINGS: list[tuple[str, bool, float]] = [
-    ("fixed rule, VAD stop 0.3 s (before)", False, 0.3),
-    ("fixed rule, VAD stop 0.2 s (the demo)", False, 0.2),
+    ("fixed rule, VAD stop 0.3 s (the demo)", False, 0.3),
+    ("fixed rule, VAD stop 0.2 s", False, 0.2),
     ("smart-turn, VAD stop 0.2 s", True, 0.2),
 ]
 

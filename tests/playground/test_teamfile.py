@@ -217,7 +217,7 @@ def test_run_request_is_what_pipecat_manager_would_send() -> None:
     assert request.resolved_team is not None
     assert request.resolved_team.start_member_id == "greeter"
     assert request.stt_type == "whisper"
-    assert request.vad_config is not None and request.vad_config.stop_secs == 0.2
+    assert request.vad_config is not None and request.vad_config.stop_secs == 0.3
 
 
 def test_check_command_prints_the_graph_and_fails_on_errors(
