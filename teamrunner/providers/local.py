@@ -10,11 +10,7 @@ and a call or a team member costs no load:
 
 - ``SharedWhisperSTTService`` overrides ``WhisperSTTService._load``, the step
   pipecat's constructor calls to load (and pipecat's MLX service overrides the
-  same way), taking the shared model and keeping pipecat's language check. It
-  decodes greedily and without timestamps (``GreedyWhisper``): faster-whisper's
-  defaults search five beams and time every segment, which pipecat never reads;
-  on this machine's 2 cores that cut a caller's line from 723–923 ms to 571–745
-  ms with the same words (BENCHMARKS.md section 7).
+  same way), taking the shared model and keeping pipecat's language check.
 - ``SharedPiperTTSService`` skips ``PiperTTSService.__init__`` (which loads, and
   would download a missing voice) and sets up what it sets up. It synthesizes a
   sentence's first clause on its own (``first_clause``): Piper makes a whole
@@ -58,24 +54,6 @@ def first_clause(text: str) -> list[str]:
     return [text[: end.start() + 1], text[end.end() :]]
 
 
-class GreedyWhisper:
-    """A faster-whisper model whose ``transcribe`` decodes greedily, with no timestamps.
-
-    pipecat's service calls ``transcribe(audio, language=..., hotwords=...,
-    initial_prompt=...)`` and reads each segment's text and no-speech
-    probability, so only the search and the timestamps change.
-    """
-
-    def __init__(self, model: Any) -> None:
-        self.model = model
-
-    def transcribe(self, audio: Any, **options: Any) -> Any:
-        return self.model.transcribe(audio, beam_size=1, without_timestamps=True, **options)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.model, name)
-
-
 class SharedWhisperSTTService(WhisperSTTService):
     """pipecat's Whisper STT on the process's loaded model."""
 
@@ -103,7 +81,7 @@ class SharedWhisperSTTService(WhisperSTTService):
 
     def _load(self) -> None:
         """Take the shared model instead of loading one, then check the language as pipecat does."""
-        self._model = GreedyWhisper(self._shared_model)
+        self._model = self._shared_model
         unsupported = self._unsupported_language()
         if unsupported:
             raise ValueError(unsupported)

@@ -47,7 +47,6 @@ from pydantic import BaseModel
 from simulators.speech import speak
 from teamrunner.providers.local import (
     PIPER_VOICE,
-    GreedyWhisper,
     SharedPiperTTSService,
     SharedWhisperSTTService,
     first_clause,
@@ -306,11 +305,7 @@ async def test_shared_whisper_hears_what_pipecats_hears(models: SpeechModels) ->
     pipecats = await transcripts(pipecats_whisper(), pcm)
     ours = await transcripts(SharedWhisperSTTService(model=models.whisper(), language=None), pcm)
 
-    # The same words in the same language; the adapter's greedy search may case or
-    # punctuate a word differently from pipecat's five beams.
-    assert [(words(text), language) for text, language in ours] == [
-        (words(text), language) for text, language in pipecats
-    ]
+    assert ours == pipecats
     assert [words(text) for text, _ in ours] == [words(SENTENCE)]
 
 
@@ -322,27 +317,6 @@ async def test_shared_whisper_says_so_when_a_stretch_has_no_words(models: Speech
 
     assert quiet == ["NoWordsFrame"]
     assert spoken == ["TranscriptionFrame"]
-
-
-async def test_shared_whisper_decodes_greedily_without_timestamps(models: SpeechModels) -> None:
-    """What makes it faster than pipecat's own: one beam, and no segment timing."""
-    model = models.whisper()
-    asked: list[dict[str, Any]] = []
-
-    class Recording:
-        def transcribe(self, audio: Any, **options: Any) -> Any:
-            asked.append(options)
-            return model.transcribe(audio, **options)
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(model, name)
-
-    heard = await transcripts(
-        SharedWhisperSTTService(model=Recording(), language=None), speak(SENTENCE)
-    )
-
-    assert [words(text) for text, _ in heard] == [words(SENTENCE)]
-    assert [(o["beam_size"], o["without_timestamps"]) for o in asked] == [(1, True)]
 
 
 def test_shared_whisper_loads_no_model_of_its_own(
@@ -358,8 +332,7 @@ def test_shared_whisper_loads_no_model_of_its_own(
     first = SharedWhisperSTTService(model=model, language=None)
     second = SharedWhisperSTTService(model=model, language=Language.EN)
 
-    assert isinstance(first._model, GreedyWhisper) and isinstance(second._model, GreedyWhisper)
-    assert first._model.model is second._model.model is model
+    assert first._model is second._model is model
     assert models.loads == 1
 
 
