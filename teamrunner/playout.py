@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 
-from pipecat.frames.frames import Frame, InterruptionFrame, OutputAudioRawFrame
+from pipecat.frames.frames import AudioRawFrame, Frame, InterruptionFrame, OutputAudioRawFrame
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
 from teamrunner.lines import LinePlayedFrame
@@ -59,7 +59,8 @@ class PlayoutClock:
         self._end = min(self._end, now)
 
 
-def audio_secs(frame: OutputAudioRawFrame) -> float:
+def audio_secs(frame: AudioRawFrame) -> float:
+    """The length of a frame of 16-bit PCM, the caller's or the bot's."""
     return len(frame.audio) / (2 * frame.num_channels * frame.sample_rate)
 
 

@@ -41,6 +41,8 @@ from pipecat.frames.frames import (
 from pipecat.turns.types import ProcessFrameResult
 from pipecat.turns.user_stop import BaseUserTurnStopStrategy
 
+from teamrunner.playout import audio_secs
+
 
 class NoWordsFrame(SystemFrame):
     """A recogniser transcribed a stretch of caller audio and found no words in it.
@@ -54,12 +56,6 @@ class NoWordsFrame(SystemFrame):
 
 # How much longer than the grace the wall clock may run when no audio comes at all.
 SILENT_LINE_SLACK_SECS = 1.0
-
-
-def audio_secs(frame: InputAudioRawFrame) -> float:
-    """The length of a frame of 16-bit PCM."""
-    bytes_per_sec = frame.sample_rate * frame.num_channels * 2
-    return len(frame.audio) / bytes_per_sec if bytes_per_sec else 0.0
 
 
 class HeardSilenceTurnStop(BaseUserTurnStopStrategy):
@@ -128,8 +124,7 @@ class HeardSilenceTurnStop(BaseUserTurnStopStrategy):
         self._speaking = False
         self._vad_stopped = True
         await self._start_grace()
-        await self._cancel(self._stt_wait)
-        self._stt_wait = None
+        await self._cancel_stt_wait()
         self._unheard_stops += 1
         stt_wait = max(0.0, self._stt_p99 - frame.stop_secs)
         self._stt_done = stt_wait <= 0
@@ -160,13 +155,12 @@ class HeardSilenceTurnStop(BaseUserTurnStopStrategy):
         self._unheard_stops = max(0, self._unheard_stops - 1)
         if self._unheard_stops == 0 and not self._stt_done:
             self._stt_done = True
-            await self._cancel(self._stt_wait)
-            self._stt_wait = None
+            await self._cancel_stt_wait()
 
     async def _start_grace(self) -> None:
         self._heard = 0.0
         self._grace_done = False
-        await self._cancel(self._wall_limit)
+        await self._cancel_wall_limit()
         self._wall_limit = self.task_manager.create_task(
             self._wall_limit_out(self._grace + SILENT_LINE_SLACK_SECS), f"{self}::wall_limit"
         )
@@ -174,16 +168,13 @@ class HeardSilenceTurnStop(BaseUserTurnStopStrategy):
     async def _grace_over(self) -> None:
         self._heard = None
         self._grace_done = True
-        await self._cancel(self._wall_limit)
-        self._wall_limit = None
+        await self._cancel_wall_limit()
         await self._maybe_end()
 
     async def _wall_limit_out(self, secs: float) -> None:
         await asyncio.sleep(secs)
         self._wall_limit = None
-        self._heard = None
-        self._grace_done = True
-        await self._maybe_end()
+        await self._grace_over()
 
     async def _stt_wait_out(self, secs: float) -> None:
         await asyncio.sleep(secs)
@@ -205,11 +196,18 @@ class HeardSilenceTurnStop(BaseUserTurnStopStrategy):
         await self._cancel_waits()
 
     async def _cancel_waits(self) -> None:
+        await self._cancel_wall_limit()
+        await self._cancel_stt_wait()
+
+    async def _cancel_wall_limit(self) -> None:
         await self._cancel(self._wall_limit)
-        await self._cancel(self._stt_wait)
         self._wall_limit = None
+
+    async def _cancel_stt_wait(self) -> None:
+        await self._cancel(self._stt_wait)
         self._stt_wait = None
 
     async def _cancel(self, task: asyncio.Task[None] | None) -> None:
+        # A wait that ends the turn is itself running the cancellations that follow.
         if task is not None and task is not asyncio.current_task():
             await self.task_manager.cancel_task(task)
