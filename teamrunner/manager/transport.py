@@ -9,7 +9,8 @@ websocket client, and each has a subclass here:
 * Output is not paced. Go hands bot audio to the media server as fast as it
   arrives and the media server plays it out in real time, so the runner sends
   each chunk as soon as it has it; on barge-in it sends the text frame
-  ``FLUSH_MEDIA`` so the media server drops what it has queued.
+  ``FLUSH_MEDIA`` so the media server drops what it has queued, and sends
+  nothing made before the barge-in after it.
 * Input holds caller audio that arrives before the pipeline has started
   (pipecat's input transport has no queue for it yet and would fail, killing
   the socket) and delivers it, in order, once it has. It also joins Go's 20 ms
@@ -31,6 +32,7 @@ from pipecat.frames.frames import (
     Frame,
     InputAudioRawFrame,
     InterruptionFrame,
+    OutputAudioRawFrame,
     OutputTransportMessageFrame,
     OutputTransportMessageUrgentFrame,
     StartFrame,
@@ -72,16 +74,38 @@ class RedactingSerializer(ProtobufFrameSerializer):
 
 
 class UnpacedOutputTransport(WebsocketClientOutputTransport):
-    """Sends bot audio as soon as it is produced, and ``FLUSH_MEDIA`` on barge-in."""
+    """Sends bot audio as soon as it is produced, and ``FLUSH_MEDIA`` on barge-in.
+
+    Nothing made before a barge-in may leave after its ``FLUSH_MEDIA``: the
+    media server would play it. pipecat drops the queued audio on an
+    interruption but lets its audio task finish the chunk it has already taken
+    off the queue, and that task yields between taking a chunk and writing it,
+    so the write can land after a flush written meanwhile. Every frame's id
+    comes from one counter that only grows (``pipecat.utils.utils.obj_id``),
+    so a chunk with an id below the flush's was made before the barge-in; the
+    write drops it unless pipecat marked it uninterruptible.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._flushed_before_id = -1
 
     async def _write_audio_sleep(self) -> None:
         """Skip pipecat's real-time pacing: the media server paces playout itself."""
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
-        if isinstance(frame, InterruptionFrame):
-            # Ahead of everything else, so the media server stops playing at once.
-            await self._write_frame(TextFrame(text=FLUSH_MEDIA))
         await super().process_frame(frame, direction)
+        if isinstance(frame, InterruptionFrame):
+            # pipecat has dropped what was queued; the flush goes out now, and the
+            # chunk still in the audio task's hands is dropped on its way out.
+            flush = TextFrame(text=FLUSH_MEDIA)
+            self._flushed_before_id = flush.id
+            await self._write_frame(flush)
+
+    async def write_audio_frame(self, frame: OutputAudioRawFrame) -> bool:
+        if frame.interruptible and frame.id < self._flushed_before_id:
+            return False
+        return await super().write_audio_frame(frame)
 
 
 class AudioJoiner:
