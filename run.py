@@ -41,7 +41,6 @@ from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.aggregators.llm_context import NOT_GIVEN, LLMContext
 from pipecat.processors.aggregators.llm_response_universal import LLMContextAggregatorPair
 from pipecat.processors.frame_processor import FrameProcessor
-from pipecat.processors.frameworks.rtvi import RTVIProcessor
 from pipecat.services.llm_service import LLMService
 from pipecat.services.settings import LLMSettings
 from pipecat.services.stt_service import STTService
@@ -59,7 +58,7 @@ from teamrunner.heard import HeardWords
 from teamrunner.idle import IdleNudges
 from teamrunner.journal import CallJournal
 from teamrunner.lines import Lines
-from teamrunner.manager.events import ManagerEvents, rtvi_error
+from teamrunner.manager.events import ManagerRTVI, rtvi_error
 from teamrunner.manager.tools import ToolBridge
 from teamrunner.manager.transport import SAMPLE_RATE, ManagerSockets, open_sockets
 from teamrunner.plan import END_CALL_FUNCTION, CallPlan, MemberPlan, ToolPlan
@@ -193,16 +192,16 @@ def build_call(
     for name in slots.tool_names:
         slots.llm.register_function(name, bridge, cancel_on_interruption=True)
 
-    # RTVI: pipecat's processor at the head (it handles what Go sends), and an
-    # observer that sends Go only the events it reads, straight to its socket.
-    rtvi = RTVIProcessor()
     voice = _voice_watch(runtime, journal, sockets) if plan.speaks else None
     activity = ActivityWatch(runtime.settings.session_idle_secs)
     observer = CallObserver(
         journal, filler.services.providers, speaks=plan.speaks, voice=voice, activity=activity
     )
-    # The call's one observer of its own: pipecat hands each observer every frame.
-    events = ManagerEvents(rtvi, sockets.output.output(), companion=observer)
+    # RTVI: pipecat's processor, which the worker puts at the head (it handles
+    # what Go sends), and its observer, which sends Go only the events it reads,
+    # straight to its socket: the call's one observer of its own, since pipecat
+    # hands each observer every frame.
+    rtvi = ManagerRTVI(sockets.output.output(), companion=observer)
     playout = Playout(speaks=plan.speaks) if _says_lines(plan) else None
     idle = None
     if plan.idle is not None:
@@ -219,12 +218,11 @@ def build_call(
         sockets,
         slots,
         aggregators,
-        rtvi,
         filler.services.components,
         runtime.settings.llm_fallback_line,
         [p for p in (playout, idle) if p is not None],
     )
-    worker = _worker(plan, runtime, processors, [events, *observers])
+    worker = _worker(plan, runtime, processors, rtvi, list(observers))
     lines.attach(worker)
     ending.attach(worker)
     if policy is not None:
@@ -283,13 +281,12 @@ def _processors(
     sockets: ManagerSockets,
     slots: _Slots,
     aggregators: LLMContextAggregatorPair,
-    rtvi: RTVIProcessor,
     components: list[tuple[str, FrameProcessor]],
     fallback_line: str,
     after_output: list[FrameProcessor],
 ) -> list[FrameProcessor]:
     """The pipeline in order; each socket is put first among the components that must come up."""
-    processors: list[FrameProcessor] = [rtvi]
+    processors: list[FrameProcessor] = []
     if sockets.input is not None and slots.stt is not None:
         processors += [sockets.input.input(), slots.stt]
         components.insert(0, ("input socket to pipecat-manager", sockets.input.input()))
@@ -310,6 +307,7 @@ def _worker(
     plan: CallPlan,
     runtime: Runtime,
     processors: list[FrameProcessor],
+    rtvi: ManagerRTVI,
     observers: list[BaseObserver],
 ) -> PipelineWorker:
     tracing = runtime.settings.tracing
@@ -330,6 +328,7 @@ def _worker(
         enable_turn_tracking=tracing,
         enable_tracing=tracing,
         conversation_id=plan.id,
+        rtvi_processor=rtvi,
         observers=observers,
         name=f"call-{plan.id}",
     )

@@ -57,6 +57,28 @@ async def test_pipecats_warning_about_go_tool_registration_is_recognised_and_dro
     assert not any("register_function" in line for line in lines)
 
 
+async def test_a_team_call_that_goes_well_puts_no_warning_in_the_operators_log(
+    cloud: Cloud,
+    runner: RunnerServer,
+    http: httpx.AsyncClient,
+    filtered_log: tuple[ExpectedWarningFilter, list[str]],
+) -> None:
+    _, lines = filtered_log
+    cloud.openai.push(Reply.say("Welcome to Acme."), Reply.call("transfer_to_billing"))
+    cloud.grok.push(Reply.say("Billing here."))
+    call = cloud.manager.expect_call(TEAM_CALL_ID, caller=Caller(Caller.silence(0.2)))
+
+    response = await http.post(f"{runner.url}/run", json=team_request())
+    assert response.status_code == 200, response.text
+    await call.wait_rtvi("bot-llm-stopped", timeout=10)
+    await caller_says(cloud, "Billing please.")
+    await call.wait(lambda c: "Billing here." in c.bot_llm_text(), 15, "billing's answer")
+    await http.post(f"{runner.url}/stop", params={"id": TEAM_CALL_ID})
+    await call.wait_closed(timeout=10)
+
+    assert lines == []
+
+
 def test_other_warnings_pass_the_filter() -> None:
     expected = ExpectedWarningFilter()
     lines: list[str] = []

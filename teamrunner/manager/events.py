@@ -33,6 +33,8 @@ its place among the call's other events.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pipecat.frames.frames import OutputTransportMessageUrgentFrame
 from pipecat.observers.base_observer import BaseObserver, FramePushed
 from pipecat.processors.frame_processor import FrameProcessor
@@ -69,6 +71,31 @@ MANAGER_READS = frozenset(
         "error",
     }
 )
+
+
+class ManagerRTVI(RTVIProcessor):
+    """pipecat's RTVI processor, whose observer is the call's ``ManagerEvents``.
+
+    pipecat's worker adds an RTVI processor and observer to every pipeline,
+    and warns on every call when a pipeline brings its own pair. Handing it
+    this processor (``PipelineWorker(rtvi_processor=...)``) makes the worker
+    put it at the head and ask it for its observer, so the runner's observer
+    is the one installed and nothing is logged.
+
+    Args:
+        output: The output transport of the socket to pipecat-manager.
+        companion: An observer of first pushes to hand each frame to, first.
+    """
+
+    def __init__(self, output: FrameProcessor, companion: BaseObserver | None = None) -> None:
+        super().__init__()
+        self.events = ManagerEvents(self, output, companion=companion)
+
+    def create_rtvi_observer(
+        self, *, params: RTVIObserverParams | None = None, **kwargs: Any
+    ) -> ManagerEvents:
+        """The call's one ``ManagerEvents`` (the worker's default ``params`` do not apply)."""
+        return self.events
 
 
 class ManagerEvents(RTVIObserver):
