@@ -19,7 +19,7 @@ from loguru import logger
 
 from playground.server import RunnerServer
 from simulators.cloud import KEYS
-from simulators.manager import Caller
+from simulators.manager import Caller, CallRecord
 from simulators.openai import Reply
 from teamrunner.logs import ExpectedWarningFilter
 
@@ -35,6 +35,21 @@ def filtered_log() -> Iterator[tuple[ExpectedWarningFilter, list[str]]]:
     sink = logger.add(lambda m: lines.append(str(m)), level="WARNING", filter=expected)
     yield expected, lines
     logger.remove(sink)
+
+
+async def handed_off_and_stopped(cloud: Cloud, http: httpx.AsyncClient, url: str) -> CallRecord:
+    """A team call at ``url``: the greeter hands the caller to billing, who answers; then /stop."""
+    cloud.openai.push(Reply.say("Welcome to Acme."), Reply.call("transfer_to_billing"))
+    cloud.grok.push(Reply.say("Billing here."))
+    call = cloud.manager.expect_call(TEAM_CALL_ID, caller=Caller(Caller.silence(0.2)))
+    response = await http.post(f"{url}/run", json=team_request())
+    assert response.status_code == 200, response.text
+    await call.wait_rtvi("bot-llm-stopped", timeout=10)
+    await caller_says(cloud, "Billing please.")
+    await call.wait_member_switches(1, timeout=15)
+    await call.wait(lambda c: "Billing here." in c.bot_llm_text(), 15, "billing's answer")
+    await http.post(f"{url}/stop", params={"id": TEAM_CALL_ID})
+    return call
 
 
 async def test_pipecats_warning_about_go_tool_registration_is_recognised_and_dropped(
@@ -64,16 +79,7 @@ async def test_a_team_call_that_goes_well_puts_no_warning_in_the_operators_log(
     filtered_log: tuple[ExpectedWarningFilter, list[str]],
 ) -> None:
     _, lines = filtered_log
-    cloud.openai.push(Reply.say("Welcome to Acme."), Reply.call("transfer_to_billing"))
-    cloud.grok.push(Reply.say("Billing here."))
-    call = cloud.manager.expect_call(TEAM_CALL_ID, caller=Caller(Caller.silence(0.2)))
-
-    response = await http.post(f"{runner.url}/run", json=team_request())
-    assert response.status_code == 200, response.text
-    await call.wait_rtvi("bot-llm-stopped", timeout=10)
-    await caller_says(cloud, "Billing please.")
-    await call.wait(lambda c: "Billing here." in c.bot_llm_text(), 15, "billing's answer")
-    await http.post(f"{runner.url}/stop", params={"id": TEAM_CALL_ID})
+    call = await handed_off_and_stopped(cloud, http, runner.url)
     await call.wait_closed(timeout=10)
 
     assert lines == []
@@ -100,16 +106,7 @@ async def test_json_lines_carry_the_call_id_on_pipecats_own_lines_and_end_with_a
     environment = {**cloud.environment(), "RUNNER_LOG_JSON": "1", "RUNNER_LOG_LEVEL": "DEBUG"}
     runner = RunnerProcess(environment, tmp_path).start()
     try:
-        cloud.openai.push(Reply.say("Welcome to Acme."), Reply.call("transfer_to_billing"))
-        cloud.grok.push(Reply.say("Billing here."))
-        call = cloud.manager.expect_call(TEAM_CALL_ID, caller=Caller(Caller.silence(0.2)))
-        response = await http.post(f"{runner.url}/run", json=team_request())
-        assert response.status_code == 200, response.text
-        await call.wait_rtvi("bot-llm-stopped", timeout=10)
-        await caller_says(cloud, "Billing please.")
-        await call.wait_member_switches(1, timeout=15)
-        await call.wait(lambda c: "Billing here." in c.bot_llm_text(), 10, "billing's answer")
-        await http.post(f"{runner.url}/stop", params={"id": TEAM_CALL_ID})
+        await handed_off_and_stopped(cloud, http, runner.url)
         await asyncio.sleep(0.3)
     finally:
         runner.stop()
