@@ -2,8 +2,9 @@
 
 ``POST /run`` starts a call and answers 200 once its pipeline is up;
 ``POST /stop?id=`` ends one; ``GET /health`` says the process is alive;
-``GET /ready`` whether it takes a new call (no while draining or at
-capacity); ``GET /calls`` lists the running calls; ``GET /metrics`` is for
+``GET /ready`` whether it takes a new call (no while draining, or while
+its load could not carry a voice call: ``teamrunner.admission``);
+``GET /calls`` lists the running calls; ``GET /metrics`` is for
 Prometheus. ``/openapi.json`` describes every route and answer; the
 interactive ``/docs`` page is left off, since it loads its assets from a CDN
 and would be blank on a pod without one.
@@ -50,9 +51,9 @@ from teamrunner.plan import CallPlan, plan_call
 from teamrunner.responses import (
     CallInfo,
     Calls,
-    Health,
     MemberRef,
-    Ready,
+    ProcessHealth,
+    ProcessReady,
     RunStarted,
     Stopped,
     error_body,
@@ -110,17 +111,20 @@ def create_app(
         provider = tracing.setup_tracing() if resolved.tracing else None
         app.state.runtime = runtime
         app.state.warmup = warmup
-        app.state.sessions = Sessions(runtime, build_call, warmup)
+        sessions = Sessions(runtime, build_call, warmup)
+        sessions.open()
+        app.state.sessions = sessions
         # A pool's worker listens on the front's private socket; the front logs the port.
         where = "" if warm else f"listening on {resolved.host}:{resolved.port}, "
         logger.info(
             f"{'worker' if warm else 'runner'} ready; pipecat-manager at "
-            f"{resolved.pipecatcall_address}, {where}at most {resolved.max_calls} calls"
+            f"{resolved.pipecatcall_address}, {where}{_admission(resolved)}"
         )
         try:
             yield
         finally:
-            await app.state.sessions.end_all(EndReason.SHUTDOWN, "the runner stopped")
+            await sessions.end_all(EndReason.SHUTDOWN, "the runner stopped")
+            await sessions.close()
             await warmup.close()
             await runtime.close()
             if provider is not None:
@@ -128,6 +132,7 @@ def create_app(
 
     app = FastAPI(title="pipecat-team-runner", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.settings = resolved
+    app.state.in_pool = warm
     app.add_middleware(
         BodyLimits,
         max_body_bytes=resolved.max_body_bytes,
@@ -167,22 +172,25 @@ def _add_routes(app: FastAPI) -> None:
         return Stopped(id=id)
 
     @app.get("/health")
-    async def health() -> Health:
+    async def health() -> ProcessHealth:
         """Liveness: the process answers (also while it drains), and how much it holds."""
         runtime: Runtime = app.state.runtime
-        return Health(
-            sessions=len(app.state.sessions), speech_models_loaded=runtime.shared.models.loads
+        sessions: Sessions = app.state.sessions
+        return ProcessHealth(
+            sessions=len(sessions),
+            speech_models_loaded=runtime.shared.models.loads,
+            load=sessions.load(),
         )
 
-    @app.get("/ready", responses=error_responses(503))
+    @app.get("/ready", response_model=ProcessReady, responses=error_responses(503))
     async def ready() -> Any:
-        """Readiness: whether a new call would be taken now (no while draining or full)."""
+        """Readiness: whether a voice call would be taken now (no while draining or loaded)."""
         sessions: Sessions = app.state.sessions
         reason = sessions.not_ready()
         if reason is not None:
             retry = "5" if sessions.draining else "2"
             return JSONResponse(error_body(reason), status_code=503, headers={"Retry-After": retry})
-        return Ready(calls=len(sessions), max_calls=sessions.max_calls)
+        return ProcessReady(calls=len(sessions), max_calls=sessions.max_calls, load=sessions.load())
 
     @app.get("/calls")
     async def calls() -> Calls:
@@ -193,7 +201,20 @@ def _add_routes(app: FastAPI) -> None:
     async def metrics() -> Response:
         """The runner's metrics, in Prometheus' text format."""
         runtime: Runtime = app.state.runtime
-        return Response(runtime.metrics.exposition(), media_type=CONTENT_TYPE)
+        sessions: Sessions = app.state.sessions
+        exposition = runtime.metrics.exposition(load={"0": sessions.load()})
+        return Response(exposition, media_type=CONTENT_TYPE)
+
+
+def _admission(settings: Settings) -> str:
+    """How the runner admits calls, for its start-up line."""
+    load = (
+        f"admitting calls up to {settings.load_threshold:g} of a core's load"
+        if settings.load_threshold
+        else "admitting calls whatever its load"
+    )
+    cap = f", at most {settings.max_calls} at once" if settings.max_calls else ""
+    return load + cap
 
 
 def _call_info(session: Session) -> CallInfo:
@@ -210,7 +231,13 @@ def _call_info(session: Session) -> CallInfo:
 
 
 def _refused(app: FastAPI, method: str, path: str, status: int, reason: str) -> None:
-    """Log a refused request once, and count a refused ``/run``."""
+    """Log a refused request once, and count a refused ``/run``.
+
+    A pool's worker leaves a ``/run`` it has no room for to the front, which
+    offers it to the next worker and reports it only if none takes it.
+    """
+    if status == 503 and app.state.in_pool and not app.state.sessions.draining:
+        return
     logger.warning(f"refused {method} {path}: {status} {reason}")
     runtime: Runtime | None = getattr(app.state, "runtime", None)
     if runtime is not None and path == "/run":
@@ -240,7 +267,9 @@ def serve_worker(settings: Settings, socket: str, index: int, front_pid: int) ->
     from teamrunner.workers.process import become_worker
 
     become_worker(index, front_pid)
-    serve(create_app(settings, warm=True), settings, uds=socket)
+    # RUNNER_MAX_CALLS caps the whole pod, and the front checks it; each worker admits by load.
+    worker_settings = replace(settings, max_calls=None)
+    serve(create_app(worker_settings, warm=True), worker_settings, uds=socket)
 
 
 def main(argv: list[str] | None = None) -> None:

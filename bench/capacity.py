@@ -25,6 +25,16 @@ that failed, or a one-call level, while other load passed 15 % of a core is
 run again, up to twice (each try is a row); the bar is the quietest one-call
 figure.
 
+Then the runner's own admission, as it ships (``--admission``, on by
+default): a fresh runner with the default ``RUNNER_LOAD_THRESHOLD``, and
+calls started one every ``--gap`` seconds (or all at once with ``--gap 0``),
+each talking turn after turn, until ``/run`` answers 503; a few more tries
+follow, then the calls it admitted talk on for ``--turns`` more turns. It
+reports how many it admitted, and whether those kept pace by the same bar
+as the levels (the one-call figure of the levels' run). Admission should
+take at least 0.8 of the largest passing level, and never more than keep
+pace.
+
 A pod of one worker (``RUNNER_WORKERS=1``) is pinned to one core and the
 simulators to the other. A pod of two workers has both cores, which it
 shares with the simulators: on this machine there is no third core for
@@ -32,6 +42,7 @@ them, so their own CPU (printed) comes out of the pod's, and the ratio of
 the two pods is a lower bound of what a second core adds.
 
     python -m bench.capacity [--workers 1,2] [--kinds single,team] [--turns 6] [--burst]
+                             [--no-admission] [--gap 1.0]
 """
 
 from __future__ import annotations
@@ -64,6 +75,7 @@ from simulators.openai import ChatRequest, Reply
 from simulators.speech import speak
 from simulators.tts import PROVIDER_PACING
 from simulators.voices import VoiceBook
+from teamrunner.config import DEFAULT_LOAD_THRESHOLD
 
 VOICES = VoiceBook({"voice-a": 598.0, "voice-b": 1417.0, "voice-c": 2153.0})
 QUESTION = "What is my balance?"
@@ -120,6 +132,8 @@ def answer(_: ChatRequest) -> Reply:
 class CallResult:
     voice_to_voice: list[float] = field(default_factory=list)
     worst_lateness: float = float("-inf")
+    # Set by an admission ramp's call once it has as many measured turns as asked.
+    enough: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 def lateness(call: CallRecord, first_index: int, until: float) -> float:
@@ -253,6 +267,21 @@ class Capacity:
     largest: int
     rows: list[tuple[Any, ...]]
     cores: str = ""
+    baseline: float = float("nan")
+    first_failing: int | None = None
+
+
+@dataclass
+class Admitted:
+    """What the runner's own admission took in a ramp, and how the calls it took fared."""
+
+    workers: int
+    team: bool
+    admitted: int
+    refused: int
+    voice_to_voice: list[float]
+    worst_lateness: float
+    threshold: float
 
 
 def pod_cores(workers: int, shared: bool) -> set[int]:
@@ -271,6 +300,142 @@ def pod_cores(workers: int, shared: bool) -> set[int]:
         return split_cores()[0]
     os.sched_setaffinity(0, ALL_CORES)
     return set(ALL_CORES)
+
+
+async def talk_until(
+    cloud: Cloud,
+    http: httpx.AsyncClient,
+    url: str,
+    call_id: str,
+    team: bool,
+    speech: bytes,
+    measuring: asyncio.Event,
+    stop: asyncio.Event,
+    result: CallResult,
+    admitted: asyncio.Future[bool],
+    turns: int,
+) -> None:
+    """Start a call and have its caller talk, turn after turn, until ``stop``.
+
+    ``admitted`` says whether ``/run`` took the call, as soon as it answers.
+    Turns that begin once ``measuring`` is set are measured into ``result``,
+    whose ``enough`` is set once ``turns`` of them are.
+    """
+    call = cloud.manager.expect_call(call_id, caller=Caller(Caller.silence(0.2)))
+    response = await http.post(f"{url}/run", json=call_body(call_id, team))
+    admitted.set_result(response.status_code == 200)
+    if response.status_code == 503:
+        del cloud.manager.calls[call_id]
+        return
+    if response.status_code != 200:
+        raise RuntimeError(f"/run failed: {response.text}")
+    reply_secs = len(ANSWER) * MS_PER_CHAR / 1000
+    await call.wait_bot_audio(min_secs=reply_secs * 0.9, timeout=60)
+    while not stop.is_set():
+        await asyncio.sleep(PAUSE_AFTER_REPLY_S)
+        measured = measuring.is_set()
+        heard_before = call.received_bot_secs()
+        cloud.deepgram.push_transcripts(QUESTION)
+        before, latency = await caller_turn(cloud, call, speech, timeout=60)
+
+        def heard_whole_reply(c: CallRecord, h: float = heard_before) -> bool:
+            return c.received_bot_secs() - h >= reply_secs * 0.95
+
+        await call.wait(heard_whole_reply, 60, "the whole reply")
+        if measured:
+            result.voice_to_voice.append(latency)
+            late = lateness(call, before, time.monotonic())
+            result.worst_lateness = max(result.worst_lateness, late)
+            if len(result.voice_to_voice) >= turns:
+                result.enough.set()
+    await http.post(f"{url}/stop", params={"id": call_id})
+    await call.wait_closed(timeout=20)
+    del cloud.manager.calls[call_id]
+
+
+async def measure_admission(
+    team: bool,
+    workers: int,
+    turns: int,
+    speech: bytes,
+    gap: float,
+    burst: int = 0,
+    refusals_in_a_row: int = 4,
+) -> Admitted:
+    """Offer calls to a runner as it ships until it refuses ``refusals_in_a_row`` in a row.
+
+    ``burst`` calls are offered at once first; then one at a time, each
+    ``gap`` seconds after the last was answered.
+    """
+    runner_cores = pod_cores(workers, shared=False)
+    cloud = Cloud(voices=VOICES, ms_per_char=MS_PER_CHAR, responder=answer)
+    cloud.cartesia.pacing = PROVIDER_PACING
+    threshold = DEFAULT_LOAD_THRESHOLD
+    kind = "team" if team else "single"
+    async with cloud:
+        environment = {
+            **cloud.environment(),
+            "RUNNER_WORKERS": str(workers),
+            "RUNNER_LOAD_THRESHOLD": str(threshold),
+        }
+        async with (
+            RunnerProcess(environment, cores=runner_cores) as runner,
+            httpx.AsyncClient(timeout=60) as http,
+        ):
+            loop = asyncio.get_running_loop()
+            measuring, stop = asyncio.Event(), asyncio.Event()
+            taken: list[tuple[asyncio.Task[None], CallResult]] = []
+            offered = 0
+
+            async def offer() -> bool:
+                nonlocal offered
+                result, took = CallResult(), loop.create_future()
+                call_id = f"admit-{kind}-{offered}"
+                offered += 1
+                task = asyncio.create_task(
+                    talk_until(
+                        cloud,
+                        http,
+                        runner.url,
+                        call_id,
+                        team,
+                        speech,
+                        measuring,
+                        stop,
+                        result,
+                        took,
+                        turns,
+                    )
+                )
+                if await took:
+                    taken.append((task, result))
+                    return True
+                await task
+                return False
+
+            outcomes = await asyncio.gather(*(offer() for _ in range(burst)))
+            refused, in_a_row = outcomes.count(False), 0
+            while in_a_row < refusals_in_a_row and len(taken) < 200:
+                await asyncio.sleep(gap)
+                if await offer():
+                    in_a_row = 0
+                else:
+                    refused, in_a_row = refused + 1, in_a_row + 1
+            # The calls it took talk on; their turns from now on are measured.
+            measuring.set()
+            results = [result for _, result in taken]
+            await asyncio.gather(*(r.enough.wait() for r in results))
+            stop.set()
+            await asyncio.gather(*(task for task, _ in taken))
+    return Admitted(
+        workers=workers,
+        team=team,
+        admitted=len(taken),
+        refused=refused,
+        voice_to_voice=[v for r in results for v in r.voice_to_voice],
+        worst_lateness=max((r.worst_lateness for r in results), default=float("nan")),
+        threshold=threshold,
+    )
 
 
 async def measure(
@@ -344,9 +509,9 @@ async def measure_levels(
             if (passed and not (n == 1 and disturbed)) or not disturbed:
                 break
         if not passed:
-            break  # levels stop at the first that fails
+            return Capacity(workers, team, largest, rows, baseline=baseline, first_failing=n)
         largest = n
-    return Capacity(workers, team, largest, rows)
+    return Capacity(workers, team, largest, rows, baseline=baseline)
 
 
 def report(capacity: Capacity) -> None:
@@ -394,6 +559,27 @@ def summary(results: list[Capacity]) -> None:
     print()
 
 
+def report_admission(taken: Admitted, capacity: Capacity | None) -> tuple[Any, ...]:
+    """One row: what admission took, whether those kept pace, against the levels' figure."""
+    p95 = percentile(taken.voice_to_voice, 95)
+    bar = capacity.baseline + V2V_SLACK_S if capacity is not None else float("nan")
+    kept_pace = taken.worst_lateness <= PACE_SLACK_S and not p95 > bar
+    largest = capacity.largest if capacity is not None else None
+    return (
+        "three-member team" if taken.team else "single AI",
+        taken.workers,
+        largest if largest is not None else "-",
+        capacity.first_failing if capacity is not None and capacity.first_failing else "-",
+        taken.admitted,
+        taken.refused,
+        taken.admitted / largest if largest else "-",
+        percentile(taken.voice_to_voice, 50) * 1000,
+        p95 * 1000,
+        taken.worst_lateness * 1000,
+        "yes" if kept_pace else "no",
+    )
+
+
 async def main(
     workers: list[int],
     kinds: list[str],
@@ -401,18 +587,60 @@ async def main(
     turns: int,
     burst: bool,
     shared: bool,
+    admission: bool,
+    gap: float,
+    admission_burst: int,
 ) -> None:
     banner("Capacity")
     speech = speak(QUESTION)
     results = []
+    admitted_rows = []
     for count in workers:
         for team in (kind == "team" for kind in kinds):
-            capacity = await measure(
-                team, count, levels or LEVELS.get(count, LEVELS[2]), turns, speech, burst, shared
+            capacity = None
+            if levels != []:
+                capacity = await measure(
+                    team,
+                    count,
+                    levels or LEVELS.get(count, LEVELS[2]),
+                    turns,
+                    speech,
+                    burst,
+                    shared,
+                )
+                report(capacity)
+                results.append(capacity)
+            if admission:
+                taken = await measure_admission(team, count, turns, speech, gap, admission_burst)
+                admitted_rows.append(report_admission(taken, capacity))
+    if results:
+        summary(results)
+    if admitted_rows:
+        arrivals = f"{admission_burst} at once, then " if admission_burst else ""
+        print(
+            f"### What the runner's own admission takes (RUNNER_LOAD_THRESHOLD "
+            f"{DEFAULT_LOAD_THRESHOLD:g}; calls offered {arrivals}one every {gap:g} s after the "
+            f"last was answered, until {4} in a row are refused)\n"
+        )
+        print(
+            table(
+                [
+                    "call",
+                    "workers",
+                    "largest passing level",
+                    "first failing level",
+                    "admitted",
+                    "refused",
+                    "admitted / largest passing",
+                    "v2v p50 ms",
+                    "v2v p95 ms",
+                    "latest chunk vs slot ms",
+                    "admitted keep pace",
+                ],
+                admitted_rows,
             )
-            report(capacity)
-            results.append(capacity)
-    summary(results)
+        )
+        print()
     voice = "in one burst per reply" if burst else "paced like a real provider (150 ms, then 1.5x)"
     print(
         "Turn settings: Silero VAD (stop_secs 0.2) plus the fixed 0.6 s rule; the Deepgram "
@@ -425,7 +653,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workers", default="1,2", help="pod sizes to measure")
     parser.add_argument("--kinds", default="single,team")
-    parser.add_argument("--levels", help="levels after one call (default: by pod size)")
+    parser.add_argument(
+        "--levels", help="levels after one call (default: by pod size; 'none' skips them)"
+    )
     parser.add_argument("--turns", type=int, default=6)
     parser.add_argument("--burst", action="store_true", help="unpaced voice: each reply at once")
     parser.add_argument(
@@ -433,15 +663,29 @@ if __name__ == "__main__":
         action="store_true",
         help="a pod of N workers shares its N cores with the simulators (fair pod ratios)",
     )
+    parser.add_argument(
+        "--no-admission", action="store_true", help="skip the ramp against the shipped admission"
+    )
+    parser.add_argument("--gap", type=float, default=1.0, help="seconds between offered calls")
+    parser.add_argument(
+        "--admission-burst", type=int, default=0, help="calls offered at once before the ramp"
+    )
     args = parser.parse_args()
+    if args.levels == "none":
+        chosen: list[int] | None = []
+    else:
+        chosen = [int(n) for n in args.levels.split(",")] if args.levels else None
     # The simulators are the load generator: on uvloop they take less of the cores they share.
     uvloop.run(
         main(
             [int(n) for n in args.workers.split(",")],
             args.kinds.split(","),
-            [int(n) for n in args.levels.split(",")] if args.levels else None,
+            chosen,
             args.turns,
             args.burst,
             args.shared,
+            not args.no_admission,
+            args.gap,
+            args.admission_burst,
         )
     )

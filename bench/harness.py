@@ -81,7 +81,9 @@ class RunnerProcess:
             **deployment_environment(),
             # Calls still up when a benchmark ends need no drain.
             "RUNNER_DRAIN_SECS": "1",
-            "RUNNER_MAX_CALLS": "1000",
+            # What a call costs, not what admission would take: a benchmark that
+            # measures admission sets RUNNER_LOAD_THRESHOLD itself.
+            "RUNNER_LOAD_THRESHOLD": "0",
             # One process unless a benchmark asks for a pool (bench/capacity.py does).
             "RUNNER_WORKERS": "1",
             **environment,

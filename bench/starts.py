@@ -2,10 +2,10 @@
 
 Each burst posts that many single-AI voice calls (Deepgram and Cartesia
 simulators) at the same moment and times every answer, then stops the calls
-that started. The runner is run twice in the same run: with admission as
-configured (``RUNNER_MAX_CALLS``, default 4: the calls past it are answered
-503 at once) and with admission out of the way (``RUNNER_MAX_CALLS=1000``,
-the old behaviour of taking every call). ``--root`` runs another checkout's
+that started. The runner is run twice in the same run: with admission by
+load as it ships (``RUNNER_LOAD_THRESHOLD``'s default: the calls past what
+the core carries are answered 503 at once) and with admission out of the way
+(``RUNNER_LOAD_THRESHOLD=0``, taking every call). ``--root`` runs another checkout's
 ``main.py`` (e.g. an older commit in a git worktree) as a third runner.
 
     python -m bench.starts [--rounds 3] [--root ../old-checkout]
@@ -23,6 +23,7 @@ import httpx
 
 from bench.harness import ROOT, RunnerProcess, banner, percentile, split_cores, table
 from simulators.cloud import Cloud
+from teamrunner.config import DEFAULT_LOAD_THRESHOLD
 
 BURSTS = (10, 50, 100)
 
@@ -94,16 +95,16 @@ async def measure(
 async def main(rounds: int, old_root: Path | None) -> None:
     banner("Burst starts")
     cores, _ = split_cores()
+    shipped = {"RUNNER_LOAD_THRESHOLD": str(DEFAULT_LOAD_THRESHOLD)}
     runners = [
-        ("admission (max 4)", {}, ROOT),
-        ("no admission (max 1000)", {"RUNNER_MAX_CALLS": "1000"}, ROOT),
+        (f"admission by load ({DEFAULT_LOAD_THRESHOLD:g})", shipped, ROOT),
+        ("no admission", {"RUNNER_LOAD_THRESHOLD": "0"}, ROOT),
     ]
     if old_root is not None:
         runners.append((f"other checkout ({old_root.name})", {}, old_root))
     rows = []
     for label, environment, root in runners:
-        env = {"RUNNER_MAX_CALLS": "4", **environment}
-        rows += await measure(label, env, root, rounds, cores)
+        rows += await measure(label, environment, root, rounds, cores)
     print(
         table(
             [

@@ -22,16 +22,24 @@ from pydantic import SecretStr
 from teamrunner.errors import ConfigError
 from teamrunner.providers import endpoint_variables, key_variables
 
+# The share of one core a worker's calls may keep busy before a voice call would fall
+# behind real time, with a margin: set from bench/capacity.py (BENCHMARKS.md, section 5).
+DEFAULT_LOAD_THRESHOLD = 0.7
+
 # The standard OpenTelemetry variables that, set, turn tracing on.
 OTLP_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 
 
-def _env(name: str, default: Any, *, zero_ok: bool = False) -> Any:
+def _env(name: str, default: Any, *, zero_ok: bool = False, kind: type | None = None) -> Any:
     """A setting read from the environment variable ``name``.
 
     A number must be greater than zero, or zero or more when ``zero_ok``.
+    ``kind`` is the value's type when the default (None: unset) does not say it.
     """
-    return field(default=default, metadata={"env": name, "zero_ok": zero_ok})
+    return field(
+        default=default,
+        metadata={"env": name, "zero_ok": zero_ok, "kind": kind or type(default)},
+    )
 
 
 @dataclass(frozen=True)
@@ -54,7 +62,11 @@ class Settings:
         header_timeout_secs: How long a client may take to send a request's headers.
         body_timeout_secs: How long a client may take to send a request's body.
         max_body_bytes: The largest request body accepted (413 past it).
-        max_calls: Calls one worker process runs at once; past it ``/run`` answers 503.
+        max_calls: An optional hard cap on the calls the whole runner (every worker
+            together) runs at once; None (the default) leaves admission to the load.
+        load_threshold: The share of one core a worker's calls may keep busy; a call
+            whose cost would take the worker's projected load past it is refused
+            (``teamrunner.admission``). 0 turns admission by load off.
         workers: Worker processes, each running calls on a core of its own
             behind one front process; 0 (the default) is one per core the
             process may use, and 1 is a single process with no front at all.
@@ -92,7 +104,8 @@ class Settings:
     header_timeout_secs: float = _env("RUNNER_HEADER_TIMEOUT_SECS", 10.0)
     body_timeout_secs: float = _env("RUNNER_BODY_TIMEOUT_SECS", 10.0)
     max_body_bytes: int = _env("RUNNER_MAX_BODY_BYTES", 4 * 1024 * 1024)
-    max_calls: int = _env("RUNNER_MAX_CALLS", 4)
+    max_calls: int | None = _env("RUNNER_MAX_CALLS", None, kind=int)
+    load_threshold: float = _env("RUNNER_LOAD_THRESHOLD", DEFAULT_LOAD_THRESHOLD, zero_ok=True)
     workers: int = _env("RUNNER_WORKERS", 0)
     drain_secs: float = _env("RUNNER_DRAIN_SECS", 120.0, zero_ok=True)
     llm_timeout_secs: float = _env("RUNNER_LLM_TIMEOUT_SECS", 5.0)
@@ -145,7 +158,7 @@ class Settings:
             name = setting.metadata.get("env")
             raw = env.get(name) if name else None
             if name and raw:
-                values[setting.name] = _parse(name, raw, setting.default, setting.metadata)
+                values[setting.name] = _parse(name, raw, setting.metadata)
         if any(env.get(name) for name in OTLP_VARIABLES):
             values.setdefault("tracing", True)
         return cls(
@@ -160,16 +173,16 @@ class Settings:
         return {f.metadata["env"]: f.default for f in fields(cls) if "env" in f.metadata}
 
 
-def _parse(name: str, raw: str, default: Any, metadata: Mapping[str, Any]) -> Any:
-    if isinstance(default, bool):
+def _parse(name: str, raw: str, metadata: Mapping[str, Any]) -> Any:
+    kind = metadata["kind"]
+    if kind is bool:
         if raw.lower() in ("1", "true", "yes", "on"):
             return True
         if raw.lower() in ("0", "false", "no", "off"):
             return False
         raise ConfigError(f"{name} has value {raw!r}: not a valid bool; use 1/0, true/false")
-    if isinstance(default, str):
+    if kind is str:
         return raw
-    kind = type(default)
     try:
         value = kind(raw)
     except ValueError:

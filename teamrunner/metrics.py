@@ -1,5 +1,9 @@
 """The runner's Prometheus metrics, served at ``GET /metrics``.
 
+Each worker's load and admission decision (``runner_load``,
+``runner_load_threshold``, ``runner_admits``) are read when scraped, not
+counted: the exposition is handed them as they are now.
+
 One ``RunnerMetrics`` per process, on a registry of its own (several
 runners in one test process never share counts). Everything that happens in
 a call reaches these through the call's ``CallJournal``; the call lifecycle
@@ -23,11 +27,13 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.metrics_core import Metric
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
+
+from teamrunner.admission import LoadReport
 
 # Seconds; voice latencies live between tens of milliseconds and a few seconds.
 LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0)
@@ -94,9 +100,9 @@ class RunnerMetrics:
             registry=r,
         )
 
-    def exposition(self) -> bytes:
-        """The metrics in Prometheus' text format."""
-        return generate_latest(self.registry)
+    def exposition(self, load: Mapping[str, LoadReport]) -> bytes:
+        """The metrics in Prometheus' text format, with each worker's ``load`` as it is now."""
+        return generate_latest(self.registry) + _load_exposition(load)
 
 
 def _calls_refused(registry: CollectorRegistry) -> Counter:
@@ -141,12 +147,55 @@ class PoolMetrics:
             registry=r,
         )
 
-    def exposition(self) -> bytes:
-        """Every worker's metrics and the front's own, summed, in Prometheus' text format."""
+    def exposition(self, load: Mapping[str, LoadReport]) -> bytes:
+        """Every worker's metrics and the front's own, summed, in Prometheus' text format.
+
+        ``load`` is each worker's load as it last reported it.
+        """
         files = glob.glob(os.path.join(self.workers_dir, "*.db"))
         merged = CollectorRegistry()
         merged.register(_Summed([*MultiProcessCollector.merge(files), *self.registry.collect()]))
-        return generate_latest(merged)
+        return generate_latest(merged) + _load_exposition(load)
+
+
+def _load_exposition(load: Mapping[str, LoadReport]) -> bytes:
+    """Each worker's load and admission decision, as gauges labelled by its index."""
+    registry = CollectorRegistry()
+    registry.register(_LoadCollector(load))
+    return generate_latest(registry)
+
+
+class _LoadCollector:
+    """``runner_load`` and what admission decides from it, by worker (``teamrunner.admission``)."""
+
+    def __init__(self, load: Mapping[str, LoadReport]) -> None:
+        self._load = load
+
+    def collect(self) -> Iterator[Metric]:
+        share = GaugeMetricFamily(
+            "runner_load",
+            "A worker's load as a share of one core: measured (median CPU over the last "
+            "seconds), pending (calls too new to show in it) and projected (their sum).",
+            labels=["worker", "part"],
+        )
+        threshold = GaugeMetricFamily(
+            "runner_load_threshold",
+            "RUNNER_LOAD_THRESHOLD: the projected load past which a call is refused (0: off).",
+            labels=["worker"],
+        )
+        admits = GaugeMetricFamily(
+            "runner_admits",
+            "Whether a worker would admit a call of each kind now (1) or answer 503 (0).",
+            labels=["worker", "kind"],
+        )
+        for worker, report in sorted(self._load.items()):
+            share.add_metric([worker, "measured"], report.measured)
+            share.add_metric([worker, "pending"], report.pending)
+            share.add_metric([worker, "projected"], report.projected)
+            threshold.add_metric([worker], report.threshold)
+            for kind, admitted in report.admits.items():
+                admits.add_metric([worker, kind.value], 1.0 if admitted else 0.0)
+        yield from (share, threshold, admits)
 
 
 class _Summed:

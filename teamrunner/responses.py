@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from teamrunner.admission import LoadReport
+
 
 class ProblemItem(BaseModel):
     """One thing wrong with a request: the field, by its path, and what it should hold."""
@@ -44,19 +46,31 @@ class Stopped(BaseModel):
 
 
 class Health(BaseModel):
-    """``GET /health``: the process is alive."""
+    """``GET /health``: the runner is alive."""
 
     status: str = "ok"
     sessions: int
     speech_models_loaded: int
 
 
+class ProcessHealth(Health):
+    """``GET /health`` of one runner process: alive, and how loaded it is."""
+
+    load: LoadReport
+
+
 class Ready(BaseModel):
-    """``GET /ready``: the runner takes a new call."""
+    """``GET /ready``: the runner takes a new call; ``max_calls`` is None when uncapped."""
 
     status: str = "ready"
     calls: int
-    max_calls: int
+    max_calls: int | None
+
+
+class ProcessReady(Ready):
+    """``GET /ready`` of one runner process: with the load its admission judges by."""
+
+    load: LoadReport
 
 
 class MemberRef(BaseModel):

@@ -1,9 +1,11 @@
 """The calls this process runs: admitting new ones, stopping them, and draining on shutdown.
 
 ``Sessions`` is the one registry of running calls, by id. It admits a call
-only while the runner is not draining and runs fewer than
-``RUNNER_MAX_CALLS``; otherwise ``/run`` answers 503 at once, so a burst
-of starts past capacity does not slow the calls already admitted. A drain
+only while the runner is not draining and its load can carry the call
+(``teamrunner.admission``: the process's measured CPU, what the calls just
+admitted will add, and the optional cap ``RUNNER_MAX_CALLS``); otherwise
+``/run`` answers 503 at once, so a burst of starts past capacity does not
+slow the calls already admitted. A drain
 (on SIGTERM) refuses new calls, lets live ones carry on for up to
 ``RUNNER_DRAIN_SECS``, then ends each one still up: pipecat-manager is told
 with an RTVI ``error`` that the runner is shutting down, and both sockets
@@ -14,10 +16,12 @@ ready, and a call that arrives meanwhile waits for the warm-up.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 from loguru import logger
 
+from teamrunner.admission import Admission, CallKind, LoadReport, call_kind
 from teamrunner.errors import AtCapacity, Draining, SessionConflict, SessionNotFound, StartError
 from teamrunner.plan import CallPlan
 from teamrunner.runtime import Runtime
@@ -30,13 +34,38 @@ SHUTDOWN_MESSAGE = "the runner is shutting down; the call was ended"
 class Sessions:
     """The calls this process is running, by pipecatcall id."""
 
-    def __init__(self, runtime: Runtime, build: CallBuilder, warmup: WarmUp | None = None) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        build: CallBuilder,
+        warmup: WarmUp | None = None,
+        admission: Admission | None = None,
+    ) -> None:
+        settings = runtime.settings
         self._runtime = runtime
         self._build = build
         self._warmup = warmup
+        self.admission = admission or Admission(settings.load_threshold, settings.max_calls)
         self._sessions: dict[str, Session] = {}
         self._draining = False
         self._hurry = asyncio.Event()
+        self._measuring: asyncio.Task[None] | None = None
+
+    def open(self) -> None:
+        """Start measuring the load, once warm: warming up is not the calls' work."""
+        self._measuring = asyncio.get_running_loop().create_task(self._measure_once_warm())
+
+    async def _measure_once_warm(self) -> None:
+        if self._warmup is not None:
+            with contextlib.suppress(RuntimeError):  # not_ready() says what failed
+                await self._warmup.wait()
+        self.admission.meter.start()
+
+    async def close(self) -> None:
+        if self._measuring is not None:
+            self._measuring.cancel()
+            await asyncio.gather(self._measuring, return_exceptions=True)
+        await self.admission.meter.close()
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -48,8 +77,11 @@ class Sessions:
         return list(self._sessions.values())
 
     @property
-    def max_calls(self) -> int:
-        return self._runtime.settings.max_calls
+    def max_calls(self) -> int | None:
+        return self.admission.max_calls
+
+    def load(self) -> LoadReport:
+        return self.admission.report(len(self._sessions))
 
     @property
     def draining(self) -> bool:
@@ -61,18 +93,15 @@ class Sessions:
             return "draining: the runner is shutting down"
         if self._warmup is not None and not self._warmup.ready:
             return self._warmup.failure or "warming up: loading the call stack and speech models"
-        if len(self._sessions) >= self.max_calls:
-            return (
-                f"at capacity: {len(self._sessions)} of {self.max_calls} calls (RUNNER_MAX_CALLS)"
-            )
-        return None
+        # Ready while a voice call, the costliest kind, would be taken.
+        return self.admission.refusal(CallKind.VOICE, len(self._sessions))
 
     async def start(self, plan: CallPlan) -> Session:
         """Start a call; it is registered before anything is awaited, so a duplicate is refused.
 
         Raises:
             Draining: the runner is shutting down.
-            AtCapacity: it already runs ``RUNNER_MAX_CALLS`` calls.
+            AtCapacity: its load cannot carry the call, or it runs ``RUNNER_MAX_CALLS``.
             SessionConflict: a call with this id is already running.
             StartError: the call could not start (nothing of it is left running).
         """
@@ -82,21 +111,24 @@ class Sessions:
             raise SessionConflict(
                 "a call with this id is already running; stop it first or use a new id"
             )
-        if len(self._sessions) >= self.max_calls:
-            raise AtCapacity(
-                f"the runner is at capacity ({self.max_calls} calls, RUNNER_MAX_CALLS); "
-                "try again shortly or on another runner"
-            )
+        kind = call_kind(hears=plan.hears, speaks=plan.speaks)
+        refusal = self.admission.refusal(kind, len(self._sessions))
+        if refusal is not None:
+            raise AtCapacity(f"{refusal}; try again shortly or on another runner")
         session = Session(plan, self._runtime, self._build, on_finished=self._forget)
         self._sessions[plan.id] = session
+        self.admission.admitted(plan.id, kind)
         self._runtime.metrics.calls_active.set(len(self._sessions))
         try:
-            if self._warmup is not None:
-                await self._warmup_done()
-            await session.start()
+            with self.admission.meter.starting():
+                if self._warmup is not None:
+                    await self._warmup_done()
+                await session.start()
         except BaseException:
+            self.admission.withdrawn(plan.id)
             self._forget(session)
             raise
+        self.admission.started(plan.id)
         self._runtime.metrics.calls_started.labels("team" if plan.is_team else "single").inc()
         return session
 

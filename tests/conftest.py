@@ -30,12 +30,14 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not any(os.environ.get(name) for name in key_variables())
 
 
-# Tests run a handful of calls at once at most; admission is tested on its own.
+# Tests run a handful of calls at once at most; admission is tested on its own. An
+# in-process runner shares its process with the simulators and the test, so its own
+# load would be theirs too: admission by load is off unless a test turns it on.
 RUNNER_DEFAULTS: dict[str, object] = {
     "host": "127.0.0.1",
     "port": 0,
     "start_timeout_secs": 10.0,
-    "max_calls": 20,
+    "load_threshold": 0.0,
     # Each test's calls load the models they use; the warm-up's own tests ask for more.
     "preload_models": "",
 }

@@ -173,7 +173,13 @@ async def test_health_reports_the_number_of_calls(
     response = await http.get(f"{bare_runner.url}/health")
 
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "sessions": 0, "speech_models_loaded": 0}
+    health = response.json()
+    assert {k: health[k] for k in ("status", "sessions", "speech_models_loaded")} == {
+        "status": "ok",
+        "sessions": 0,
+        "speech_models_loaded": 0,
+    }
+    assert health["load"]["projected"] == 0 and health["load"]["admits"]["voice"]
 
 
 async def test_openapi_documents_typed_answers_and_the_one_error_shape(
@@ -187,7 +193,8 @@ async def test_openapi_documents_typed_answers_and_the_one_error_shape(
 
     assert ref("/run", "post", "200") == "RunStarted"
     assert ref("/stop", "post", "200") == "Stopped"
-    assert ref("/health", "get", "200") == "Health"
+    assert ref("/health", "get", "200") == "ProcessHealth"
+    assert ref("/ready", "get", "200") == "ProcessReady"
     assert ref("/calls", "get", "200") == "Calls"
     for status in ("400", "409", "422", "500"):
         assert ref("/run", "post", status) == "ErrorAnswer"

@@ -42,7 +42,8 @@ async def test_past_max_calls_run_answers_503_at_once_and_ready_says_so(
     url = small_runner.url
     for call_id in (CALL_A, CALL_B, CALL_C):
         cloud.manager.expect_call(call_id, caller=Caller(Caller.silence(0.2)))
-    assert (await http.get(f"{url}/ready")).json() == {
+    ready = (await http.get(f"{url}/ready")).json()
+    assert {k: ready[k] for k in ("status", "calls", "max_calls")} == {
         "status": "ready",
         "calls": 0,
         "max_calls": 2,

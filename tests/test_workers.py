@@ -19,7 +19,7 @@ import pytest
 
 from simulators.manager import Caller, CallRecord
 from simulators.openai import Reply
-from teamrunner.config import Settings
+from teamrunner.config import DEFAULT_LOAD_THRESHOLD, Settings
 from teamrunner.workers import usable_cores, worker_count
 
 from conftest import Cloud
@@ -38,7 +38,7 @@ def pool(cloud: Cloud, tmp_path: Path, request: pytest.FixtureRequest) -> Iterat
     environment = {
         **cloud.environment(),
         "RUNNER_WORKERS": "2",
-        "RUNNER_MAX_CALLS": "2",
+        "RUNNER_MAX_CALLS": "4",
         "RUNNER_DRAIN_SECS": str(mark.args[0] if mark else 30),
         "RUNNER_LOG_LEVEL": "INFO",
     }
@@ -129,7 +129,19 @@ async def test_health_ready_calls_and_metrics_answer_for_the_whole_runner(
     pids = {w["pid"] for w in health["workers"]}
     assert len(pids) == 2 and pool.pid not in pids
     assert ready.status_code == 200
-    assert ready.json() == {"status": "ready", "calls": 2, "max_calls": 4, "workers": 2}
+    assert ready.json() == {
+        "status": "ready",
+        "calls": 2,
+        "max_calls": 4,
+        "workers": 2,
+        "admitting": 2,
+    }
+    # Each worker's load, as it measures it, and what its admission would decide.
+    for worker in health["workers"]:
+        assert 0 <= worker["load"]["measured"] < 1
+        assert worker["load"]["threshold"] == DEFAULT_LOAD_THRESHOLD
+        assert worker["load"]["admits"] == {"text": True, "speaks": True, "voice": True}
+    assert 'runner_admits{kind="voice",worker="0"} 1.0' in metrics
     assert {c["id"] for c in listed} == {CALL_A, CALL_B}
     assert all(c["hears"] and c["speaks"] and not c["team"] for c in listed)
     # Counted in two processes, summed in one exposition.
@@ -149,7 +161,7 @@ async def test_health_ready_calls_and_metrics_answer_for_the_whole_runner(
 async def test_admission_holds_across_the_pool(
     cloud: Cloud, pool: RunnerProcess, http: httpx.AsyncClient
 ) -> None:
-    url = pool.url  # two workers of RUNNER_MAX_CALLS=2: four calls
+    url = pool.url  # RUNNER_MAX_CALLS=4 caps the pod: four calls, two on each worker
     ids = [f"{CALL_A[:-1]}{n}" for n in range(5)]
     for call_id in ids[:4]:
         await start_call(cloud, http, url, call_id)
@@ -159,7 +171,7 @@ async def test_admission_holds_across_the_pool(
     not_ready = await http.get(f"{url}/ready")
     placed = await placement(http, url)
 
-    assert sorted(placed.values()) == [0, 0, 1, 1]
+    assert set(placed.values()) == {0, 1}  # spread by load: both workers carry calls
     assert refused.status_code == 503 and refused.headers["retry-after"] == "2"
     assert "at capacity" in refused.json()["error"]
     assert not_ready.status_code == 503 and "at capacity: 4 of 4" in not_ready.json()["error"]
@@ -293,8 +305,14 @@ async def test_one_worker_is_a_single_process_with_no_front(
         runner.stop()
 
     # Ready once warm: Silero and smart-turn (RUNNER_PRELOAD_MODELS' default) are loaded.
-    assert health == {"status": "ok", "sessions": 0, "speech_models_loaded": 2}
-    assert ready == {"status": "ready", "calls": 0, "max_calls": 4}
+    assert {k: health[k] for k in ("status", "sessions", "speech_models_loaded")} == {
+        "status": "ok",
+        "sessions": 0,
+        "speech_models_loaded": 2,
+    }
+    # No cap by default: the runner admits by its load, which it reports.
+    assert ready["max_calls"] is None and ready["calls"] == 0
+    assert ready["load"]["threshold"] == DEFAULT_LOAD_THRESHOLD and ready["load"]["admits"]["voice"]
     assert "workers up" not in runner.log
 
 

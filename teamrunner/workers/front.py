@@ -7,11 +7,13 @@ to the worker already holding that id, which refuses it as a conflict);
 as the worker gave it, so Go reads exactly what a single runner says. The
 front never sees a call's audio: each worker dials Go's websockets for its
 own calls. It answers for the whole runner itself: ``/health`` (alive, with
-every worker), ``/ready`` (not draining, and some worker has room),
+every worker and its load), ``/ready`` (not draining, and some worker
+would admit a voice call),
 ``/calls`` (every worker's, each call naming its worker) and ``/metrics``
 (every worker's, summed). It refuses on its own only what no worker
-should see: a body past the limits, a ``/run`` while draining, at capacity
-or with no worker up.
+should see: a body past the limits, a ``/run`` while draining, past
+``RUNNER_MAX_CALLS`` or with no worker up. A ``/run`` that every worker
+refuses for its load is answered with the last worker's 503.
 
 The port opens at once: ``/health`` answers while the workers start and
 warm up, and ``/ready`` and ``/run`` answer 503 with ``Retry-After`` until
@@ -41,6 +43,7 @@ from fastapi.responses import JSONResponse, Response
 from loguru import logger
 from pydantic import BaseModel
 
+from teamrunner.admission import CallKind, LoadReport
 from teamrunner.config import Settings
 from teamrunner.contract import CallId
 from teamrunner.errors import AtCapacity, Draining, RequestError, SessionNotFound, StartError
@@ -52,7 +55,7 @@ from teamrunner.serving.answers import REFUSAL_REASONS, install_error_answers
 from teamrunner.serving.limits import BodyLimits
 from teamrunner.serving.server import Drain, RunnerHTTPServer, uvicorn_config
 from teamrunner.workers.pool import WorkerPool, WorkerStartError
-from teamrunner.workers.process import Answer, WorkerGone, WorkerTarget
+from teamrunner.workers.process import Answer, WorkerGone, WorkerProcess, WorkerTarget
 
 NOT_FOUND = "no call with that id is running; GET /calls lists the running calls"
 
@@ -72,6 +75,7 @@ class WorkerHealth(BaseModel):
     state: str
     calls: int
     speech_models_loaded: int
+    load: LoadReport | None
 
 
 class PoolHealth(Health):
@@ -81,9 +85,10 @@ class PoolHealth(Health):
 
 
 class PoolReady(Ready):
-    """``GET /ready`` of a pool: ``max_calls`` is every ready worker's ``RUNNER_MAX_CALLS``."""
+    """``GET /ready`` of a pool: the ready workers, and how many would admit a voice call."""
 
     workers: int
+    admitting: int
 
 
 def create_front_app(settings: Settings, pool: WorkerPool) -> FastAPI:
@@ -100,10 +105,11 @@ def create_front_app(settings: Settings, pool: WorkerPool) -> FastAPI:
             app.state.start_failed = True
             app.state.exit()
             return
+        cap = f", at most {settings.max_calls} calls at once" if settings.max_calls else ""
         logger.info(
             f"runner ready; pipecat-manager at {settings.pipecatcall_address}, listening on "
-            f"{settings.host}:{settings.port}, {pool.count} workers, at most "
-            f"{settings.max_calls} calls each"
+            f"{settings.host}:{settings.port}, {pool.count} workers, each admitting calls up "
+            f"to {settings.load_threshold:g} of its core's load{cap}"
         )
 
     @asynccontextmanager
@@ -136,6 +142,7 @@ def create_front_app(settings: Settings, pool: WorkerPool) -> FastAPI:
         openapi_url=None,  # a worker's is served instead: the same routes and answers
     )
     app.state.start_failed = False
+    app.state.refused = refused
     app.state.exit = lambda: None  # serve_front sets it: end the server
     app.add_middleware(
         BodyLimits,
@@ -161,26 +168,28 @@ def _add_routes(app: FastAPI, settings: Settings, pool: WorkerPool) -> None:
         if pool.draining:
             raise Draining("the runner is shutting down; start the call on another runner")
         call_id = _call_id(body)
-        if call_id is None:
-            # No id: not the contract's shape. Any worker says what is wrong with it.
-            worker = min(pool.ready, key=lambda w: w.load, default=None)
-        else:
-            worker = pool.holder(call_id) or await pool.place()
-        if worker is None:
-            if not pool.ready:
-                raise NoWorker("no worker process is up yet (starting or being replaced)")
+        holder = pool.holder(call_id) if call_id is not None else None
+        if holder is not None:
+            return _passed(await _start_on(pool, holder, call_id, body, request))  # 409
+        if not pool.ready:
+            raise NoWorker("no worker process is up yet (starting or being replaced)")
+        if not await pool.under_cap():
             raise AtCapacity(
-                f"the runner is at capacity ({pool.calls} calls: {len(pool.ready)} workers of "
-                f"{settings.max_calls}, RUNNER_MAX_CALLS); try again shortly or on another runner"
+                f"at capacity: {pool.calls} of {settings.max_calls} calls (RUNNER_MAX_CALLS); "
+                "try again shortly or on another runner"
             )
-        try:
-            answer = await pool.start_call(
-                worker, call_id, body, request.headers.get("content-type")
-            )
-        except WorkerGone as e:
-            raise StartError(
-                "runner worker", f"worker {worker.index} ended before the call came up"
-            ) from e
+        # Offered to each worker in turn, the least loaded first, until one takes it:
+        # each judges its own load. A body with no id is not the contract's shape,
+        # and the first worker says what is wrong with it.
+        answer: Answer | None = None
+        for worker in pool.candidates():
+            answer = await _start_on(pool, worker, call_id, body, request)
+            if answer.status != 503 or call_id is None:
+                break
+        assert answer is not None, "there is a ready worker"
+        if answer.status == 503:
+            # Workers leave a refusal for their load to the front: another may have taken it.
+            app.state.refused("POST", "/run", 503, json.loads(answer.body)["error"])
         return _passed(answer)
 
     @app.post("/stop", responses=error_responses(404, 422))
@@ -205,8 +214,9 @@ def _add_routes(app: FastAPI, settings: Settings, pool: WorkerPool) -> None:
                 index=w.index,
                 pid=w.pid,
                 state=w.state.value,
-                calls=w.load,
+                calls=w.held,
                 speech_models_loaded=w.speech_models_loaded,
+                load=w.load_report,
             )
             for w in pool.workers
         ]
@@ -218,9 +228,9 @@ def _add_routes(app: FastAPI, settings: Settings, pool: WorkerPool) -> None:
 
     @app.get("/ready", responses=error_responses(503))
     async def ready() -> Any:
-        """Readiness: not draining, and some worker has room for a call."""
+        """Readiness: not draining, and some worker would admit a voice call."""
         ready = pool.ready
-        capacity = len(ready) * settings.max_calls
+        admitting = [w for w in ready if w.admits(CallKind.VOICE)]
         if pool.draining:
             reason, retry = "draining: the runner is shutting down", "5"
         elif not pool.started:
@@ -229,14 +239,22 @@ def _add_routes(app: FastAPI, settings: Settings, pool: WorkerPool) -> None:
             retry = "2"
         elif not ready:
             reason, retry = "starting: no worker process is up yet", "2"
-        elif all(w.load >= settings.max_calls for w in ready):
+        elif settings.max_calls is not None and pool.calls >= settings.max_calls:
+            reason = f"at capacity: {pool.calls} of {settings.max_calls} calls (RUNNER_MAX_CALLS)"
+            retry = "2"
+        elif not admitting:
             reason = (
-                f"at capacity: {pool.calls} of {capacity} calls "
-                f"({len(ready)} workers of {settings.max_calls}, RUNNER_MAX_CALLS)"
+                f"at capacity: none of the {len(ready)} workers' load would carry a voice call "
+                f"(RUNNER_LOAD_THRESHOLD {settings.load_threshold:g})"
             )
             retry = "2"
         else:
-            return PoolReady(calls=pool.calls, max_calls=capacity, workers=len(ready))
+            return PoolReady(
+                calls=pool.calls,
+                max_calls=settings.max_calls,
+                workers=len(ready),
+                admitting=len(admitting),
+            )
         return JSONResponse(error_body(reason), status_code=503, headers={"Retry-After": retry})
 
     @app.get("/calls")
@@ -254,7 +272,8 @@ def _add_routes(app: FastAPI, settings: Settings, pool: WorkerPool) -> None:
     @app.get("/metrics", response_class=Response)
     async def metrics() -> Response:
         """The whole runner's metrics, every worker's summed, in Prometheus' text format."""
-        return Response(pool.metrics.exposition(), media_type=CONTENT_TYPE)
+        load = {str(w.index): w.load_report for w in pool.live if w.load_report is not None}
+        return Response(pool.metrics.exposition(load), media_type=CONTENT_TYPE)
 
     @app.get("/openapi.json", include_in_schema=False)
     async def openapi() -> Response:
@@ -263,6 +282,18 @@ def _add_routes(app: FastAPI, settings: Settings, pool: WorkerPool) -> None:
         if not answers:
             raise NoWorker("no worker process is up yet (starting or being replaced)")
         return _passed(answers[0][1])
+
+
+async def _start_on(
+    pool: WorkerPool, worker: WorkerProcess, call_id: str | None, body: bytes, request: Request
+) -> Answer:
+    """Offer the call to ``worker``; its answer as it gave it."""
+    try:
+        return await pool.start_call(worker, call_id, body, request.headers.get("content-type"))
+    except WorkerGone as e:
+        raise StartError(
+            "runner worker", f"worker {worker.index} ended before the call came up"
+        ) from e
 
 
 def _call_id(body: bytes) -> str | None:

@@ -3,14 +3,17 @@
 ``WorkerPool`` starts ``RUNNER_WORKERS`` workers and waits until every one
 is ready (imported, models loaded); the front answers ``/health`` meanwhile
 and is ready once the pool has started. It knows
-which worker holds which call: a ``/run`` is placed on the worker with the
-fewest calls (running or starting), a ``/stop`` goes to the worker holding
+which worker holds which call: a ``/run`` is offered to the workers the
+least loaded first (``candidates``), a ``/stop`` goes to the worker holding
 the call, and a ``/run`` for an id already held goes to its holder, which
-refuses it as a conflict. Admission is the workers' own: each takes up to
-``RUNNER_MAX_CALLS``, so a pod takes that many per worker. Calls also end by
-themselves (Go hangs up, silence, a drain); the pool asks each worker for its
-calls every second and forgets the ones it no longer runs, and asks at once
-when every worker looks full, so a freed place is never refused.
+refuses it as a conflict. Admission by load is the workers' own
+(``teamrunner.admission``): each measures its own core, and a worker that
+cannot carry the call answers 503, and the front offers it to the next.
+``RUNNER_MAX_CALLS``, if set, caps the whole pod, and the front checks it.
+Calls also end by themselves (Go hangs up, silence, a drain); the pool asks
+each worker for its calls and its load every second and forgets the calls it
+no longer runs, and asks at once when the pod looks full, so a freed place
+is never refused.
 
 A worker that dies takes only its own calls with it: the kernel closes their
 sockets, so Go sees them close; the pool forgets them, logs and counts each
@@ -32,6 +35,7 @@ from collections.abc import Awaitable
 from loguru import logger
 from prometheus_client.multiprocess import mark_process_dead
 
+from teamrunner.admission import CallCost
 from teamrunner.config import Settings
 from teamrunner.errors import RunnerError
 from teamrunner.metrics import PoolMetrics
@@ -110,7 +114,7 @@ class WorkerPool:
 
     @property
     def calls(self) -> int:
-        return sum(w.load for w in self._workers)
+        return sum(w.held for w in self._workers)
 
     async def start(self) -> None:
         """Start every worker and return once each answers.
@@ -134,21 +138,35 @@ class WorkerPool:
         """The worker running (or starting) the call with this id, if any."""
         return next((w for w in self._workers if w.holds(call_id)), None)
 
-    async def place(self) -> WorkerProcess | None:
-        """The worker a new call goes to: the least loaded that has room, or None.
+    async def under_cap(self) -> bool:
+        """Whether the pod runs fewer calls than ``RUNNER_MAX_CALLS`` (always, when unset).
 
-        When every worker looks full, their calls are counted afresh first: one
-        may have ended in the last second.
+        At the cap, the calls are counted afresh first: one may have ended in the last second.
         """
-        worker = self._least_loaded()
-        if worker is None and self.ready:
-            await self.refresh()
-            worker = self._least_loaded()
-        return worker
+        cap = self.settings.max_calls
+        if cap is None or self.calls < cap:
+            return True
+        await self.refresh()
+        return self.calls < cap
 
-    def _least_loaded(self) -> WorkerProcess | None:
-        room = [w for w in self.ready if w.load < self.settings.max_calls]
-        return min(room, key=lambda w: (w.load, w.index), default=None)
+    def candidates(self) -> list[WorkerProcess]:
+        """The ready workers in the order a new call is offered to them: least loaded first.
+
+        A worker's load is as it last reported it (each second), plus a voice
+        call's cost for each call placed on it since, so a burst spreads over
+        the pool instead of piling onto the worker that looked least loaded a
+        second ago. The worker itself decides: one that cannot carry the call
+        answers 503, and the call is offered to the next.
+        """
+        return sorted(self.ready, key=lambda w: (self._load_step(w), w.held, w.index))
+
+    @staticmethod
+    def _load_step(worker: WorkerProcess) -> int:
+        """The worker's projected load in steps of a voice call: finer is noise."""
+        report = worker.load_report
+        projected = report.projected if report is not None else 0.0
+        voice = CallCost().voice
+        return round(projected / voice) + worker.placed_since_report
 
     async def start_call(
         self, worker: WorkerProcess, call_id: str | None, body: bytes, content_type: str | None
@@ -160,6 +178,7 @@ class WorkerPool:
         """
         if call_id is not None:
             worker.starting[call_id] += 1
+        worker.placed_since_report += 1
         try:
             answer = await worker.request(
                 "POST",
@@ -228,8 +247,7 @@ class WorkerPool:
             await asyncio.sleep(REFRESH_SECS)
             await self.refresh()
             for worker, answer in await self.ask("/health"):
-                if answer.status == 200:
-                    worker.speech_models_loaded = json.loads(answer.body)["speech_models_loaded"]
+                worker.take_health(answer)
 
     def _spawn(self, index: int) -> WorkerProcess:
         self._generation += 1

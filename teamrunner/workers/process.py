@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
-import json
 import multiprocessing
 import os
 import signal
@@ -34,7 +33,9 @@ from typing import Any
 import aiohttp
 from loguru import logger
 
+from teamrunner.admission import CallKind, LoadReport
 from teamrunner.config import Settings
+from teamrunner.responses import ProcessHealth
 
 # Runs in the new process: (settings, socket path, worker index, the front's pid).
 WorkerTarget = Callable[[Settings, str, int, int], None]
@@ -89,6 +90,8 @@ class WorkerProcess:
         calls: The ids of the calls it runs, with the time each was placed.
         starting: The ids of the calls being started on it now (a ``/run`` not yet answered).
         speech_models_loaded: As its ``/health`` last said.
+        load_report: Its load and admission, as its ``/health`` last said.
+        placed_since_report: Calls placed on it since that report.
     """
 
     def __init__(
@@ -100,6 +103,8 @@ class WorkerProcess:
         self.calls: dict[str, float] = {}
         self.starting: Counter[str] = Counter()
         self.speech_models_loaded = 0
+        self.load_report: LoadReport | None = None
+        self.placed_since_report = 0
         self.exitcode: int | None = None
         self.ended = asyncio.Event()
         self.started_at = time.monotonic()
@@ -113,9 +118,22 @@ class WorkerProcess:
         return self._process.pid if self._process is not None else None
 
     @property
-    def load(self) -> int:
+    def held(self) -> int:
         """The calls it runs or is starting."""
         return len(self.calls.keys() | self.starting.keys())
+
+    def admits(self, kind: CallKind) -> bool:
+        """Whether, as it last reported, it would admit a call of ``kind``."""
+        return self.load_report is None or self.load_report.admits[kind]
+
+    def take_health(self, answer: Answer) -> None:
+        """Bring what the front knows of the worker up to date with its ``/health`` answer."""
+        if answer.status != 200:
+            return
+        health = ProcessHealth.model_validate_json(answer.body)
+        self.speech_models_loaded = health.speech_models_loaded
+        self.load_report = health.load
+        self.placed_since_report = 0
 
     def holds(self, call_id: str) -> bool:
         return call_id in self.calls or self.starting[call_id] > 0
@@ -153,8 +171,7 @@ class WorkerProcess:
             try:
                 answer = await self.request("GET", "/ready", timeout=1.0)
                 if answer.status == 200:
-                    health = await self.request("GET", "/health", timeout=1.0)
-                    self.speech_models_loaded = json.loads(health.body)["speech_models_loaded"]
+                    self.take_health(await self.request("GET", "/health", timeout=1.0))
                     if self.state == WorkerState.STARTING:
                         self.state = WorkerState.READY
                     return
