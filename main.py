@@ -59,8 +59,8 @@ from teamrunner.responses import (
     error_responses,
 )
 from teamrunner.runtime import Runtime
-from teamrunner.serving.answers import REFUSAL_REASONS, install_error_answers
-from teamrunner.serving.limits import BodyLimits
+from teamrunner.serving.answers import REFUSAL_REASONS
+from teamrunner.serving.edge import install_edge
 from teamrunner.serving.server import Drain, RunnerHTTPServer, uvicorn_config
 from teamrunner.session import BuiltCall, EndReason, Session
 from teamrunner.sessions import Sessions
@@ -128,16 +128,9 @@ def create_app(
 
     app = FastAPI(title="pipecat-team-runner", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.settings = resolved
-    app.add_middleware(
-        BodyLimits,
-        max_body_bytes=resolved.max_body_bytes,
-        body_timeout_secs=resolved.body_timeout_secs,
-        on_refused=lambda scope, status, reason: _refused(
-            app, scope["method"], scope["path"], status, reason
-        ),
-    )
-    install_error_answers(
+    install_edge(
         app,
+        resolved,
         lambda method, path, status, reason: _refused(app, method, path, status, reason),
         lambda text: app.state.runtime.redactor.redact(text),
     )

@@ -48,8 +48,9 @@ from teamrunner.logs import configure_logging
 from teamrunner.metrics import CONTENT_TYPE, PoolMetrics
 from teamrunner.redaction import Redactor
 from teamrunner.responses import Health, Ready, Stopped, error_body, error_responses
-from teamrunner.serving.answers import REFUSAL_REASONS, install_error_answers
-from teamrunner.serving.limits import BodyLimits
+from teamrunner.serving.answers import REFUSAL_REASONS
+from teamrunner.serving.edge import install_edge
+from teamrunner.serving.json_body import parse_json
 from teamrunner.serving.server import Drain, RunnerHTTPServer, uvicorn_config
 from teamrunner.workers.pool import WorkerPool, WorkerStartError
 from teamrunner.workers.process import Answer, WorkerGone, WorkerTarget
@@ -137,15 +138,7 @@ def create_front_app(settings: Settings, pool: WorkerPool) -> FastAPI:
     )
     app.state.start_failed = False
     app.state.exit = lambda: None  # serve_front sets it: end the server
-    app.add_middleware(
-        BodyLimits,
-        max_body_bytes=settings.max_body_bytes,
-        body_timeout_secs=settings.body_timeout_secs,
-        on_refused=lambda scope, status, reason: refused(
-            scope["method"], scope["path"], status, reason
-        ),
-    )
-    install_error_answers(app, refused, redactor.redact)
+    install_edge(app, settings, refused, redactor.redact)
     _add_routes(app, settings, pool)
     return app
 
@@ -266,9 +259,13 @@ def _add_routes(app: FastAPI, settings: Settings, pool: WorkerPool) -> None:
 
 
 def _call_id(body: bytes) -> str | None:
-    """The call's id, if the body is a JSON object with a string ``id``."""
+    """The call's id, if the body is a JSON object with a string ``id``.
+
+    Read with the workers' own parser: a body it refuses has no id, and a
+    worker answers what is wrong with it, as it would to a single runner.
+    """
     try:
-        value = json.loads(body)
+        value = parse_json(body)
     except ValueError:
         return None
     call_id = value.get("id") if isinstance(value, dict) else None

@@ -250,3 +250,20 @@ async def test_each_refused_request_leaves_one_log_line_with_its_status(
     lines = [line for line in runner.log.splitlines() if "refused POST /run: 400" in line]
     assert len(lines) >= 1
     assert "nope" not in lines[-1]  # the reason names the field, never the value
+
+
+async def test_a_request_that_is_not_http_gets_400_in_the_error_shape_and_is_closed(
+    runner: RunnerProcess,
+) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", runner.port)
+    writer.write(b"POST /run HTTP/1.1\r\nHost: runner\r\nContent-Length: x\r\n\r\n")
+    await writer.drain()
+    answer = (await asyncio.wait_for(reader.read(), 5)).decode()
+    writer.close()
+    head, body = answer.split("\r\n\r\n", 1)
+    assert head.startswith("HTTP/1.1 400"), answer
+    assert "connection: close" in head.lower()
+    assert json.loads(body) == {
+        "status": "error",
+        "error": "the request is not HTTP/1.1 the runner can read",
+    }

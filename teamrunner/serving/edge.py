@@ -1,0 +1,46 @@
+"""What every request passes through before a route sees it, installed the same on every app.
+
+Outermost first::
+
+    UnexpectedErrors   a bug is a 500 in the error shape; the connection stays open
+    BodyLimits         the body whole, within RUNNER_MAX_BODY_BYTES and RUNNER_BODY_TIMEOUT_SECS
+    JSONBodyRoute      the body parsed by one bounded parser; what it refuses is a 422
+
+and every error any of them, or a route, raises is answered in the one
+error shape (``answers.py``). A single runner (``main.py``) and a pool's
+front (``teamrunner.workers.front``) install it alike, so Go reads the same
+answers from either; so does each of a pool's workers, behind its front.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fastapi import FastAPI
+
+from teamrunner.config import Settings
+from teamrunner.serving.answers import OnRefused, UnexpectedErrors, install_error_answers
+from teamrunner.serving.json_body import JSONBodyRoute
+from teamrunner.serving.limits import BodyLimits
+
+
+def install_edge(
+    app: FastAPI, settings: Settings, on_refused: OnRefused, redact: Callable[[str], str]
+) -> None:
+    """Install the edge on ``app``, before its routes are added.
+
+    Args:
+        on_refused: Told of every refused request (to log and count it).
+        redact: Scrubs keys from text an answer or a log line would carry.
+    """
+    # FastAPI's hook for how a route reads its request (its documented way to set it).
+    app.router.route_class = JSONBodyRoute
+    install_error_answers(app, on_refused, redact)
+    # Starlette runs the middleware added last first.
+    app.add_middleware(
+        BodyLimits,
+        max_body_bytes=settings.max_body_bytes,
+        body_timeout_secs=settings.body_timeout_secs,
+        on_refused=on_refused,
+    )
+    app.add_middleware(UnexpectedErrors, on_refused=on_refused, redact=redact)
