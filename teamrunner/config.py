@@ -52,7 +52,8 @@ class Settings:
             than Go's 90 s idle pool, so Go never reuses a connection the runner
             is closing.
         header_timeout_secs: How long a client may take to send a request's headers.
-        body_timeout_secs: How long a client may take to send a request's body.
+        body_timeout_secs: How long a client may take to send a request's whole body,
+            from its headers to its last byte.
         max_body_bytes: The largest request body accepted (413 past it).
         max_calls: Calls one worker process runs at once; past it ``/run`` answers 503.
         workers: Worker processes, each running calls on a core of its own

@@ -4,9 +4,12 @@ A body is read whole before the application sees it (the runner's bodies
 are JSON it parses whole anyway). One past ``max_body_bytes`` is refused with
 413 as soon as its ``Content-Length`` says so, or as soon as that many bytes
 have arrived, so a huge body costs neither memory nor the event loop that
-every call shares; one that trickles in slower than ``body_timeout_secs``
-per message is refused with 408. Both answers have the runner's error
-shape, and close the connection: the rest of the body is never read.
+every call shares. The whole body must have arrived within
+``body_timeout_secs`` of the request's headers, however it is split: one
+sent a byte at a time is refused with 408 at that deadline, not held for as
+long as each byte comes before the last one's timeout. Both answers have
+the runner's error shape, and close the connection: the rest of the body is
+never read, so nothing more could be read from it.
 """
 
 from __future__ import annotations
@@ -68,22 +71,25 @@ class BodyLimits:
     async def _read_body(self, receive: Receive) -> bytes:
         parts: list[bytes] = []
         size = 0
-        while True:
-            try:
-                message = await asyncio.wait_for(receive(), self._timeout)
-            except TimeoutError:
-                raise _Refused(
-                    408, f"the request body did not arrive within {self._timeout:g}s"
-                ) from None
-            if message["type"] != "http.request":
-                return b"".join(parts)  # the client went away; the app sees an empty body
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self._max:
-                raise _Refused(413, self._too_large())
-            parts.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(parts)
+        try:
+            async with asyncio.timeout(self._timeout):
+                while True:
+                    message = await receive()
+                    if message["type"] != "http.request":
+                        return b"".join(parts)  # the client went away; the app sees no body
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > self._max:
+                        raise _Refused(413, self._too_large())
+                    parts.append(chunk)
+                    if not message.get("more_body", False):
+                        return b"".join(parts)
+        except TimeoutError:
+            raise _Refused(
+                408,
+                f"the request body did not arrive within {self._timeout:g}s "
+                "(RUNNER_BODY_TIMEOUT_SECS on the runner)",
+            ) from None
 
     def _too_large(self) -> str:
         return (

@@ -267,3 +267,33 @@ async def test_a_request_that_is_not_http_gets_400_in_the_error_shape_and_is_clo
         "status": "error",
         "error": "the request is not HTTP/1.1 the runner can read",
     }
+
+
+async def test_a_body_sent_a_byte_at_a_time_is_cut_off_at_its_deadline_with_408(
+    runner: RunnerProcess,
+) -> None:
+    # Each byte comes well within 0.5 s of the last: only a deadline for the whole body
+    # (RUNNER_BODY_TIMEOUT_SECS=0.5) ends it.
+    body = b'{"id": "trickled", "llm_type": "openai.gpt-4o"}'
+    reader, writer = await asyncio.open_connection("127.0.0.1", runner.port)
+    writer.write(
+        b"POST /run HTTP/1.1\r\nHost: runner\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n" % len(body)
+    )
+    await writer.drain()
+    started = time.monotonic()
+    answer = asyncio.ensure_future(reader.read())
+    for byte in body:
+        if answer.done():
+            break
+        writer.write(bytes([byte]))
+        await writer.drain()
+        await asyncio.wait({answer}, timeout=0.2)
+    cut_after = time.monotonic() - started
+    text = (await asyncio.wait_for(answer, 5)).decode()
+    writer.close()
+    assert text.startswith("HTTP/1.1 408"), text
+    assert "connection: close" in text.lower()
+    assert json.loads(text.split("\r\n\r\n", 1)[1])["status"] == "error"
+    # Cut at its deadline, long before its last byte (about 10 s away) was due.
+    assert 0.5 <= cut_after < 1.5, cut_after
