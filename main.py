@@ -79,7 +79,11 @@ def build_call(plan: CallPlan, runtime: Runtime, journal: CallJournal) -> BuiltC
 
 
 def create_app(
-    settings: Settings | None = None, *, configure_logs: bool = True, warm: bool = False
+    settings: Settings | None = None,
+    *,
+    configure_logs: bool = True,
+    warm: bool = False,
+    behind_front: bool = False,
 ) -> FastAPI:
     """The application; ``settings`` default to the environment, read now.
 
@@ -88,7 +92,8 @@ def create_app(
     the API answers at once, ``/ready`` says no until that is done. ``warm``
     does it before the application answers at all instead (a pool's workers
     do: the front already answers for them, and a worker that cannot warm up
-    should not start).
+    should not start). ``behind_front`` leaves the ``Host`` and token checks
+    to a pool's front (``teamrunner.serving.edge`` says why).
     """
     resolved = settings or Settings.from_env()
 
@@ -133,13 +138,14 @@ def create_app(
         resolved,
         lambda method, path, status, reason: _refused(app, method, path, status, reason),
         lambda text: app.state.runtime.redactor.redact(text),
+        behind_front=behind_front,
     )
     _add_routes(app)
     return app
 
 
 def _add_routes(app: FastAPI) -> None:
-    @app.post("/run", responses=error_responses(400, 408, 409, 413, 422, 500, 503))
+    @app.post("/run", responses=error_responses(400, 401, 408, 409, 413, 422, 500, 503))
     async def run(request: RunRequest) -> RunStarted:
         """Start a call; answers once both sockets and every provider are up."""
         runtime: Runtime = app.state.runtime
@@ -153,7 +159,7 @@ def _add_routes(app: FastAPI) -> None:
             startup_secs=round(session.startup_secs, 4),
         )
 
-    @app.post("/stop", responses=error_responses(404, 422))
+    @app.post("/stop", responses=error_responses(401, 404, 422))
     async def stop(id: Annotated[CallId, Query()]) -> Stopped:
         """End a call; answers once everything it opened is released."""
         await app.state.sessions.stop(id)
@@ -177,7 +183,7 @@ def _add_routes(app: FastAPI) -> None:
             return JSONResponse(error_body(reason), status_code=503, headers={"Retry-After": retry})
         return Ready(calls=len(sessions), max_calls=sessions.max_calls)
 
-    @app.get("/calls")
+    @app.get("/calls", responses=error_responses(401))
     async def calls() -> Calls:
         """The running calls, each team call with its active member."""
         return Calls(calls=[_call_info(s) for s in app.state.sessions.all()])
@@ -233,7 +239,7 @@ def serve_worker(settings: Settings, socket: str, index: int, front_pid: int) ->
     from teamrunner.workers.process import become_worker
 
     become_worker(index, front_pid)
-    serve(create_app(settings, warm=True), settings, uds=socket)
+    serve(create_app(settings, warm=True, behind_front=True), settings, uds=socket)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -22,6 +22,10 @@ from pydantic import SecretStr
 from teamrunner.errors import ConfigError
 from teamrunner.providers import endpoint_variables, key_variables
 
+# A token shorter than this is refused: it would be guessable, and too short to redact.
+MIN_TOKEN_LENGTH = 16
+NO_TOKEN = SecretStr("")
+
 # The standard OpenTelemetry variables that, set, turn tracing on.
 OTLP_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 
@@ -41,6 +45,10 @@ class Settings:
     Attributes:
         host: Address the HTTP API listens on.
         port: Port of the HTTP API.
+        allowed_hosts: ``Host`` names the API answers to besides loopback's and
+            ``host``'s (comma-separated; ``*`` for any).
+        api_token: When set, the ``Authorization: Bearer`` token every request but
+            the probes (``/health``, ``/ready``, ``/metrics``) must carry.
         pipecatcall_address: ``host:port`` of pipecat-manager.
         keys: Provider keys from the environment, by variable name.
         endpoints: Provider endpoint overrides, by variable name.
@@ -82,6 +90,10 @@ class Settings:
 
     host: str = _env("RUNNER_HOST", "127.0.0.1")
     port: int = _env("RUNNER_PORT", 8000, zero_ok=True)
+    # Who may reach the API (teamrunner.serving.access).
+    allowed_hosts: str = _env("RUNNER_ALLOWED_HOSTS", "")
+    # _env returns a field(); ruff allows a call only with a type it knows is immutable.
+    api_token: SecretStr = _env("RUNNER_API_TOKEN", NO_TOKEN)  # noqa: RUF009
     pipecatcall_address: str = _env("PIPECATCALL_ADDRESS", "localhost:8001")
     keys: Mapping[str, SecretStr] = field(default_factory=dict)
     endpoints: Mapping[str, str] = field(default_factory=dict)
@@ -126,8 +138,9 @@ class Settings:
         return value or None
 
     def secrets(self) -> list[str]:
-        """Every key the environment holds, for the redactor."""
-        return [secret.get_secret_value() for secret in self.keys.values()]
+        """Every key the environment holds, and the API's token, for the redactor."""
+        held = [*self.keys.values(), self.api_token]
+        return [secret.get_secret_value() for secret in held if secret]
 
     def endpoint(self, variable: str) -> str | None:
         """The endpoint override held in ``variable``, or None."""
@@ -168,6 +181,13 @@ def _parse(name: str, raw: str, default: Any, metadata: Mapping[str, Any]) -> An
         if raw.lower() in ("0", "false", "no", "off"):
             return False
         raise ConfigError(f"{name} has value {raw!r}: not a valid bool; use 1/0, true/false")
+    if isinstance(default, SecretStr):
+        if len(raw) < MIN_TOKEN_LENGTH:
+            raise ConfigError(
+                f"{name} is {len(raw)} characters long: use at least {MIN_TOKEN_LENGTH}, "
+                "e.g. the output of `openssl rand -hex 32`"
+            )
+        return SecretStr(raw)
     if isinstance(default, str):
         return raw
     kind = type(default)

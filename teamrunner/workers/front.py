@@ -144,7 +144,7 @@ def create_front_app(settings: Settings, pool: WorkerPool) -> FastAPI:
 
 
 def _add_routes(app: FastAPI, settings: Settings, pool: WorkerPool) -> None:
-    @app.post("/run", responses=error_responses(400, 408, 409, 413, 422, 500, 503))
+    @app.post("/run", responses=error_responses(400, 401, 408, 409, 413, 422, 500, 503))
     async def run(request: Request) -> Response:
         """Place a call on the least-loaded worker; its answer is passed on as it is."""
         body = await request.body()
@@ -176,7 +176,7 @@ def _add_routes(app: FastAPI, settings: Settings, pool: WorkerPool) -> None:
             ) from e
         return _passed(answer)
 
-    @app.post("/stop", responses=error_responses(404, 422))
+    @app.post("/stop", responses=error_responses(401, 404, 422))
     async def stop(id: Annotated[CallId, Query()]) -> Response:
         """Stop a call on the worker that holds it."""
         worker = pool.holder(id)
@@ -232,7 +232,7 @@ def _add_routes(app: FastAPI, settings: Settings, pool: WorkerPool) -> None:
             return PoolReady(calls=pool.calls, max_calls=capacity, workers=len(ready))
         return JSONResponse(error_body(reason), status_code=503, headers={"Retry-After": retry})
 
-    @app.get("/calls")
+    @app.get("/calls", responses=error_responses(401))
     async def calls() -> dict[str, list[dict[str, Any]]]:
         """Every worker's running calls, each naming its worker."""
         asked_at = time.monotonic()

@@ -46,7 +46,7 @@ async def exchange(writer: asyncio.StreamWriter, reader: asyncio.StreamReader, r
 
 
 def get(path: str) -> bytes:
-    return f"GET {path} HTTP/1.1\r\nHost: runner\r\n\r\n".encode()
+    return f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
 
 
 async def test_an_idle_kept_alive_connection_outlives_uvicorns_old_five_seconds(
@@ -59,7 +59,7 @@ async def test_an_idle_kept_alive_connection_outlives_uvicorns_old_five_seconds(
         second = await exchange(
             writer,
             reader,
-            b"POST /stop?id=gone HTTP/1.1\r\nHost: runner\r\nContent-Length: 0\r\n\r\n",
+            b"POST /stop?id=gone HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n",
         )
     finally:
         writer.close()
@@ -72,7 +72,7 @@ async def test_clients_that_send_headers_slowly_are_answered_408_and_closed(
 ) -> None:
     clients = [await asyncio.open_connection("127.0.0.1", runner.port) for _ in range(50)]
     for _, writer in clients:
-        writer.write(b"POST /run HTTP/1.1\r\nHost: runner\r\n")  # and then nothing more
+        writer.write(b"POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and then nothing more
         await writer.drain()
     # Meanwhile a well-behaved client is served.
     async with httpx.AsyncClient() as http:
@@ -88,7 +88,7 @@ async def test_clients_that_send_headers_slowly_are_answered_408_and_closed(
 async def test_a_body_that_trickles_in_is_answered_408(runner: RunnerProcess) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", runner.port)
     writer.write(
-        b"POST /run HTTP/1.1\r\nHost: runner\r\nContent-Type: application/json\r\n"
+        b"POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         b'Content-Length: 100\r\n\r\n{"id": '
     )
     await writer.drain()
@@ -104,7 +104,7 @@ async def test_a_body_past_the_limit_is_refused_413_before_it_is_read(
     reader, writer = await asyncio.open_connection("127.0.0.1", runner.port)
     started = time.monotonic()
     writer.write(
-        b"POST /run HTTP/1.1\r\nHost: runner\r\nContent-Type: application/json\r\n"
+        b"POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         b"Content-Length: 52428800\r\n\r\n"
     )
     await writer.drain()
@@ -131,7 +131,7 @@ async def test_a_chunked_body_past_the_limit_is_refused_413(runner: RunnerProces
 
     answer = asyncio.ensure_future(read_answer())
     writer.write(
-        b"POST /run HTTP/1.1\r\nHost: runner\r\nContent-Type: application/json\r\n"
+        b"POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         b"Transfer-Encoding: chunked\r\n\r\n"
     )
     chunk = b"x" * 65536
@@ -256,7 +256,7 @@ async def test_a_request_that_is_not_http_gets_400_in_the_error_shape_and_is_clo
     runner: RunnerProcess,
 ) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", runner.port)
-    writer.write(b"POST /run HTTP/1.1\r\nHost: runner\r\nContent-Length: x\r\n\r\n")
+    writer.write(b"POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: x\r\n\r\n")
     await writer.drain()
     answer = (await asyncio.wait_for(reader.read(), 5)).decode()
     writer.close()
@@ -277,7 +277,7 @@ async def test_a_body_sent_a_byte_at_a_time_is_cut_off_at_its_deadline_with_408(
     body = b'{"id": "trickled", "llm_type": "openai.gpt-4o"}'
     reader, writer = await asyncio.open_connection("127.0.0.1", runner.port)
     writer.write(
-        b"POST /run HTTP/1.1\r\nHost: runner\r\nContent-Type: application/json\r\n"
+        b"POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         b"Content-Length: %d\r\n\r\n" % len(body)
     )
     await writer.drain()
