@@ -31,6 +31,7 @@ own (``serve_worker``). With 1 there is no front: the process is the runner.
 from __future__ import annotations
 
 import argparse
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -61,6 +62,7 @@ from teamrunner.responses import (
 from teamrunner.runtime import Runtime
 from teamrunner.serving.answers import REFUSAL_REASONS
 from teamrunner.serving.edge import install_edge
+from teamrunner.serving.listeners import listening_on, listening_sockets
 from teamrunner.serving.server import Drain, RunnerHTTPServer, uvicorn_config
 from teamrunner.session import BuiltCall, EndReason, Session
 from teamrunner.sessions import Sessions
@@ -117,7 +119,7 @@ def create_app(
         app.state.warmup = warmup
         app.state.sessions = Sessions(runtime, build_call, warmup)
         # A pool's worker listens on the front's private socket; the front logs the port.
-        where = "" if warm else f"listening on {resolved.host}:{resolved.port}, "
+        where = "" if warm else f"listening on {listening_on(resolved)}, "
         logger.info(
             f"{'worker' if warm else 'runner'} ready; pipecat-manager at "
             f"{resolved.pipecatcall_address}, {where}at most {resolved.max_calls} calls"
@@ -219,8 +221,12 @@ def _refused(app: FastAPI, method: str, path: str, status: int, reason: str) -> 
         runtime.metrics.calls_refused.labels(label).inc()
 
 
-def serve(app: FastAPI, settings: Settings, **uvicorn_options: Any) -> None:
-    """Serve ``app`` until a signal, draining its calls first."""
+def serve(app: FastAPI, settings: Settings, *, worker_socket: str | None = None) -> None:
+    """Serve ``app`` until a signal, draining its calls first.
+
+    On the API's address and, with ``RUNNER_METRICS_PORT``, the probes' own
+    (``teamrunner.serving.listeners``); a pool's worker on ``worker_socket`` alone.
+    """
 
     def drain() -> Drain | None:
         sessions: Sessions | None = getattr(app.state, "sessions", None)
@@ -228,18 +234,24 @@ def serve(app: FastAPI, settings: Settings, **uvicorn_options: Any) -> None:
             return None
         return Drain(start=lambda: sessions.drain(settings.drain_secs), hurry=sessions.hurry)
 
-    server = RunnerHTTPServer(uvicorn_config(app, settings, **uvicorn_options), drain)
-    server.run()
+    if worker_socket is None:
+        config = uvicorn_config(app, settings)
+        sockets: list[socket.socket] | None = listening_sockets(config, settings)
+    else:
+        config = uvicorn_config(app, settings, uds=worker_socket)
+        sockets = None
+    server = RunnerHTTPServer(config, drain)
+    server.run(sockets)
     if not server.started:
         raise SystemExit(3)  # as uvicorn exits when the application could not start
 
 
-def serve_worker(settings: Settings, socket: str, index: int, front_pid: int) -> None:
+def serve_worker(settings: Settings, socket_path: str, index: int, front_pid: int) -> None:
     """One worker of a pool, in a process the front started: this runner on a private socket."""
     from teamrunner.workers.process import become_worker
 
     become_worker(index, front_pid)
-    serve(create_app(settings, warm=True, behind_front=True), settings, uds=socket)
+    serve(create_app(settings, warm=True, behind_front=True), settings, worker_socket=socket_path)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -49,6 +49,9 @@ class Settings:
             ``host``'s (comma-separated; ``*`` for any).
         api_token: When set, the ``Authorization: Bearer`` token every request but
             the probes (``/health``, ``/ready``, ``/metrics``) must carry.
+        metrics_host: Address the probes' own listener listens on.
+        metrics_port: Port of a listener serving only ``/health``, ``/ready`` and
+            ``/metrics``; 0 (the default) for none.
         pipecatcall_address: ``host:port`` of pipecat-manager.
         keys: Provider keys from the environment, by variable name.
         endpoints: Provider endpoint overrides, by variable name.
@@ -90,10 +93,12 @@ class Settings:
 
     host: str = _env("RUNNER_HOST", "127.0.0.1")
     port: int = _env("RUNNER_PORT", 8000, zero_ok=True)
-    # Who may reach the API (teamrunner.serving.access).
+    # Who may reach the API, and where the probes listen (teamrunner.serving).
     allowed_hosts: str = _env("RUNNER_ALLOWED_HOSTS", "")
     # _env returns a field(); ruff allows a call only with a type it knows is immutable.
     api_token: SecretStr = _env("RUNNER_API_TOKEN", NO_TOKEN)  # noqa: RUF009
+    metrics_host: str = _env("RUNNER_METRICS_HOST", "0.0.0.0")
+    metrics_port: int = _env("RUNNER_METRICS_PORT", 0, zero_ok=True)
     pipecatcall_address: str = _env("PIPECATCALL_ADDRESS", "localhost:8001")
     keys: Mapping[str, SecretStr] = field(default_factory=dict)
     endpoints: Mapping[str, str] = field(default_factory=dict)

@@ -42,7 +42,7 @@ class RunnerProcess:
         self.port = free_port()
         self.log_path = tmp / f"runner-{self.port}.log"
         clean = {k: v for k, v in os.environ.items() if not k.startswith(("RUNNER_", "OTEL_"))}
-        self._env = {
+        self.environment = {
             **clean,
             "RUNNER_HOST": "127.0.0.1",
             "RUNNER_PORT": str(self.port),
@@ -50,7 +50,7 @@ class RunnerProcess:
             "RUNNER_WORKERS": "1",
             **environment,
         }
-        self.pool = self._env["RUNNER_WORKERS"] != "1"
+        self.pool = self.environment["RUNNER_WORKERS"] != "1"
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -61,7 +61,7 @@ class RunnerProcess:
         """Start the runner; returns once ``until`` answers 200 (``/ready``: warm, workers up)."""
         log = self.log_path.open("wb")
         self._process = subprocess.Popen(
-            [sys.executable, "main.py"], cwd=ROOT, env=self._env, stdout=log, stderr=log
+            [sys.executable, "main.py"], cwd=ROOT, env=self.environment, stdout=log, stderr=log
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

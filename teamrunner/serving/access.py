@@ -13,7 +13,9 @@ the names the runner is served as are answered, on any port:
 machine's own name and the addresses it resolves to when it is every
 address (``0.0.0.0``, ``::``), which is how Kubernetes and Docker address a
 pod or a container; and each name of ``RUNNER_ALLOWED_HOSTS`` (``*``: any).
-Anything else is a 400.
+Anything else is a 400. Requests on the probes' own listener
+(``listeners.py``) are not checked: it serves nothing but the read-only
+probes, and a scraper or a kubelet names the pod by an IP no setting knows.
 
 **Token.** With ``RUNNER_API_TOKEN`` set, every request but the read-only
 probes (``PROBES``) must carry ``Authorization: Bearer <token>``, compared
@@ -32,10 +34,7 @@ from pydantic import SecretStr
 from teamrunner.config import Settings
 from teamrunner.errors import Problem
 from teamrunner.serving.answers import ASGIApp, OnRefused, Receive, Scope, Send, send_error
-
-# Read-only, and open to every caller whatever the token: what liveness and readiness
-# probes and a Prometheus scraper ask for.
-PROBES = frozenset({"/health", "/ready", "/metrics"})
+from teamrunner.serving.listeners import PROBES, on_probe_listener
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 EVERY_ADDRESS = frozenset({"0.0.0.0", "::", ""})
@@ -81,15 +80,23 @@ def _header(scope: Scope, wanted: bytes) -> bytes | None:
 
 
 class AllowedHosts:
-    """Answers a request whose ``Host`` is not one the runner is served as with 400."""
+    """Answers a request whose ``Host`` is not one the runner is served as with 400.
 
-    def __init__(self, app: ASGIApp, *, hosts: frozenset[str], on_refused: OnRefused) -> None:
+    Args:
+        hosts: From :func:`allowed_hosts`.
+        probe_port: The probes' own listener, not checked (0: there is none).
+    """
+
+    def __init__(
+        self, app: ASGIApp, *, hosts: frozenset[str], probe_port: int, on_refused: OnRefused
+    ) -> None:
         self._app = app
         self._hosts = hosts
+        self._probe_port = probe_port
         self._on_refused = on_refused
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
+        if scope["type"] == "http" and not on_probe_listener(scope, self._probe_port):
             host = _header(scope, b"host")
             if host is None or host_name(host.decode("latin-1")) not in self._hosts:
                 message = (

@@ -3,6 +3,7 @@
 Outermost first::
 
     UnexpectedErrors   a bug is a 500 in the error shape; the connection stays open
+    ProbeListener      on RUNNER_METRICS_PORT, /health, /ready and /metrics alone
     AllowedHosts       the Host header names the runner (DNS rebinding)
     BearerToken        RUNNER_API_TOKEN, when set, on everything but the probes
     BodyLimits         the body whole, within RUNNER_MAX_BODY_BYTES and RUNNER_BODY_TIMEOUT_SECS
@@ -13,7 +14,8 @@ error shape (``answers.py``). A single runner (``main.py``) and a pool's
 front (``teamrunner.workers.front``) install it alike, so Go reads the same
 answers from either.
 
-A pool's workers install it without the Host and token checks: each is
+A pool's workers install it without the probes' listener, which the front
+serves, and without the Host and token checks: each is
 reached only by its front, over a Unix socket in a directory of mode 0700
 that only the runner's own user can open, and a process that can open it
 could as well read the token from the front's environment. The front makes
@@ -32,6 +34,7 @@ from teamrunner.serving.access import AllowedHosts, BearerToken, allowed_hosts
 from teamrunner.serving.answers import OnRefused, UnexpectedErrors, install_error_answers
 from teamrunner.serving.json_body import JSONBodyRoute
 from teamrunner.serving.limits import BodyLimits
+from teamrunner.serving.listeners import ProbeListener
 
 
 def install_edge(
@@ -47,7 +50,8 @@ def install_edge(
     Args:
         on_refused: Told of every refused request (to log and count it).
         redact: Scrubs keys from text an answer or a log line would carry.
-        behind_front: ``app`` is a pool's worker: its front checks Host and token.
+        behind_front: ``app`` is a pool's worker: its front listens for the probes and
+            checks Host and token.
     """
     # FastAPI's hook for how a route reads its request (its documented way to set it).
     app.router.route_class = JSONBodyRoute
@@ -64,5 +68,9 @@ def install_edge(
             app.add_middleware(BearerToken, token=settings.api_token, on_refused=on_refused)
         hosts = allowed_hosts(settings)
         if hosts is not None:
-            app.add_middleware(AllowedHosts, hosts=hosts, on_refused=on_refused)
+            app.add_middleware(
+                AllowedHosts, hosts=hosts, probe_port=settings.metrics_port, on_refused=on_refused
+            )
+        if settings.metrics_port:
+            app.add_middleware(ProbeListener, port=settings.metrics_port, on_refused=on_refused)
     app.add_middleware(UnexpectedErrors, on_refused=on_refused, redact=redact)

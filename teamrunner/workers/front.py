@@ -1,8 +1,9 @@
 """The front of a worker pool: the one address Go calls, answering for the whole runner.
 
-The front owns the port (``RUNNER_HOST``:``RUNNER_PORT``) and runs no call
-itself. ``POST /run`` goes, body untouched, to the least-loaded worker (or
-to the worker already holding that id, which refuses it as a conflict);
+The front owns the port (``RUNNER_HOST``:``RUNNER_PORT``), and the probes'
+own (``RUNNER_METRICS_PORT``) when they have one, and runs no call itself.
+``POST /run`` goes, body untouched, to the least-loaded worker (or to the
+worker already holding that id, which refuses it as a conflict);
 ``POST /stop?id=`` to the worker holding the call; each answer comes back
 as the worker gave it, so Go reads exactly what a single runner says. The
 front never sees a call's audio: each worker dials Go's websockets for its
@@ -51,6 +52,7 @@ from teamrunner.responses import Health, Ready, Stopped, error_body, error_respo
 from teamrunner.serving.answers import REFUSAL_REASONS
 from teamrunner.serving.edge import install_edge
 from teamrunner.serving.json_body import parse_json
+from teamrunner.serving.listeners import listening_on, listening_sockets
 from teamrunner.serving.server import Drain, RunnerHTTPServer, uvicorn_config
 from teamrunner.workers.pool import WorkerPool, WorkerStartError
 from teamrunner.workers.process import Answer, WorkerGone, WorkerTarget
@@ -103,7 +105,7 @@ def create_front_app(settings: Settings, pool: WorkerPool) -> FastAPI:
             return
         logger.info(
             f"runner ready; pipecat-manager at {settings.pipecatcall_address}, listening on "
-            f"{settings.host}:{settings.port}, {pool.count} workers, at most "
+            f"{listening_on(settings)}, {pool.count} workers, at most "
             f"{settings.max_calls} calls each"
         )
 
@@ -286,10 +288,9 @@ def serve_front(settings: Settings, count: int, target: WorkerTarget) -> None:
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics)
         pool = WorkerPool(settings, count, target, str(sockets), PoolMetrics(str(metrics)))
         app = create_front_app(settings, pool)
-        server = RunnerHTTPServer(
-            uvicorn_config(app, settings), lambda: Drain(start=pool.drain, hurry=pool.hurry)
-        )
+        config = uvicorn_config(app, settings)
+        server = RunnerHTTPServer(config, lambda: Drain(start=pool.drain, hurry=pool.hurry))
         app.state.exit = lambda: setattr(server, "should_exit", True)
-        server.run()
+        server.run(listening_sockets(config, settings))
         if not server.started or app.state.start_failed:
             raise SystemExit(3)  # as uvicorn exits when the application could not start
