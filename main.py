@@ -6,13 +6,18 @@
 capacity); ``GET /calls`` lists the running calls; ``GET /metrics`` is for
 Prometheus. ``/openapi.json`` describes every route and answer; the
 interactive ``/docs`` page is left off, since it loads its assets from a CDN
-and would be blank on a pod without one.
+and would be blank on a pod without one. With ``RUNNER_METRICS_PORT`` the
+probes (``/health``, ``/ready``, ``/metrics``) also answer on a port of
+their own, so the API can stay on loopback; only the ``Host`` names the
+runner is served as, and with ``RUNNER_API_TOKEN`` only its holder, may use
+the rest (``teamrunner.serving``).
 
 Every error answer has one shape, ``{"status": "error", "error": "<what is
 wrong>", "problems": [{"field", "message"}]}``, whatever raised it (the
-contract's checks, the body limits, FastAPI's own parser), and none quotes a
-request's values, so no key can leak through one. Every refused request is
-logged once, with its status and why.
+contract's checks, the body limits, the JSON parser, a bug), and none quotes
+a request's values, so no key can leak through one, and none closes a
+kept-alive connection that could go on. Every refused request is logged
+once, with its status and why.
 
 Run it with ``python main.py`` (``--help`` for the options). On SIGTERM it
 drains: ``/ready`` and ``/run`` answer 503 at once while live calls go on
@@ -94,8 +99,9 @@ def create_app(
     the API answers at once, ``/ready`` says no until that is done. ``warm``
     does it before the application answers at all instead (a pool's workers
     do: the front already answers for them, and a worker that cannot warm up
-    should not start). ``behind_front`` leaves the ``Host`` and token checks
-    to a pool's front (``teamrunner.serving.edge`` says why).
+    should not start). ``behind_front`` leaves the probes' listener and the
+    ``Host`` and token checks to a pool's front (``teamrunner.serving.edge``
+    says why).
     """
     resolved = settings or Settings.from_env()
 

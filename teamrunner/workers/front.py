@@ -11,8 +11,9 @@ own calls. It answers for the whole runner itself: ``/health`` (alive, with
 every worker), ``/ready`` (not draining, and some worker has room),
 ``/calls`` (every worker's, each call naming its worker) and ``/metrics``
 (every worker's, summed). It refuses on its own only what no worker
-should see: a body past the limits, a ``/run`` while draining, at capacity
-or with no worker up.
+should see: a foreign ``Host`` or a missing token (``teamrunner.serving``
+installs the same checks here as on a single runner), a body past the
+limits, a ``/run`` while draining, at capacity or with no worker up.
 
 The port opens at once: ``/health`` answers while the workers start and
 warm up, and ``/ready`` and ``/run`` answer 503 with ``Retry-After`` until
