@@ -133,7 +133,9 @@ class UnexpectedErrors:
     cannot be saved then.
     """
 
-    def __init__(self, app: ASGIApp, *, on_refused: OnRefused, redact: Callable[[str], str]):
+    def __init__(
+        self, app: ASGIApp, *, on_refused: OnRefused, redact: Callable[[str], str]
+    ) -> None:
         self._app = app
         self._on_refused = on_refused
         self._redact = redact
