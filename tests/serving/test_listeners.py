@@ -94,6 +94,9 @@ async def test_the_probes_port_serves_nothing_else_and_the_api_is_not_on_its_add
 def test_a_probes_port_that_is_the_apis_stops_the_runner(tmp_path: Path) -> None:
     runner = RunnerProcess({}, tmp_path)
     runner.environment["RUNNER_METRICS_PORT"] = str(runner.port)
-    with pytest.raises(RuntimeError, match="exited"):
-        runner.start(timeout=30)
+    try:
+        with pytest.raises(RuntimeError, match="exited"):
+            runner.start(timeout=30)
+    finally:
+        runner.stop()  # should it have started after all
     assert "RUNNER_METRICS_PORT is RUNNER_PORT" in runner.log
