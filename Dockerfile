@@ -2,8 +2,10 @@
 #
 #   docker build -t pipecat-team-runner .                      # cloud providers + local ones
 #   docker build --build-arg EXTRAS= -t pipecat-team-runner .  # cloud providers only (smaller)
-#   docker run -e PIPECATCALL_ADDRESS=pipecat-manager:8001 -e RUNNER_HOST=0.0.0.0 \
-#       -p 8000:8000 pipecat-team-runner
+#   docker run --network container:pipecat-manager -e RUNNER_METRICS_PORT=9090 \
+#       pipecat-team-runner                                     # beside pipecat-manager
+#   (on an address of its own: RUNNER_HOST=0.0.0.0 with RUNNER_API_TOKEN and
+#   RUNNER_ALLOWED_HOSTS, publishing 8000 on the host's loopback; README, "Running the service")
 #
 # Dependencies come from pyproject.toml only: there is no second list here.
 #
@@ -32,7 +34,9 @@ RUN pip install ".${EXTRAS:+[$EXTRAS]}" \
 
 USER runner
 # As a sidecar the runner shares the pod's network and listens on 127.0.0.1
-# (pipecat-manager calls localhost:8000). In plain Docker set RUNNER_HOST=0.0.0.0.
+# (pipecat-manager calls localhost:8000); probes and Prometheus come to
+# RUNNER_METRICS_PORT, which listens on every address. Listening wider than
+# loopback with the API (RUNNER_HOST=0.0.0.0) calls for RUNNER_API_TOKEN.
 # SSL_CERT_DIR: OpenSSL then reads CA certificates lazily from the hashed
 # directory, so each HTTPS client a provider SDK builds costs 0.15 ms instead of
 # ~20 ms (Deepgram's SDK builds one per STT service; see BENCHMARKS.md).

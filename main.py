@@ -7,13 +7,18 @@ its load could not carry a voice call: ``teamrunner.admission``);
 ``GET /calls`` lists the running calls; ``GET /metrics`` is for
 Prometheus. ``/openapi.json`` describes every route and answer; the
 interactive ``/docs`` page is left off, since it loads its assets from a CDN
-and would be blank on a pod without one.
+and would be blank on a pod without one. With ``RUNNER_METRICS_PORT`` the
+probes (``/health``, ``/ready``, ``/metrics``) also answer on a port of
+their own, so the API can stay on loopback; only the ``Host`` names the
+runner is served as, and with ``RUNNER_API_TOKEN`` only its holder, may use
+the rest (``teamrunner.serving``).
 
 Every error answer has one shape, ``{"status": "error", "error": "<what is
 wrong>", "problems": [{"field", "message"}]}``, whatever raised it (the
-contract's checks, the body limits, FastAPI's own parser), and none quotes a
-request's values, so no key can leak through one. Every refused request is
-logged once, with its status and why.
+contract's checks, the body limits, the JSON parser, a bug), and none quotes
+a request's values, so no key can leak through one, and none closes a
+kept-alive connection that could go on. Every refused request is logged
+once, with its status and why.
 
 Run it with ``python main.py`` (``--help`` for the options). On SIGTERM it
 drains: ``/ready`` and ``/run`` answer 503 at once while live calls go on
@@ -32,6 +37,7 @@ own (``serve_worker``). With 1 there is no front: the process is the runner.
 from __future__ import annotations
 
 import argparse
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -60,8 +66,9 @@ from teamrunner.responses import (
     error_responses,
 )
 from teamrunner.runtime import Runtime
-from teamrunner.serving.answers import REFUSAL_REASONS, install_error_answers
-from teamrunner.serving.limits import BodyLimits
+from teamrunner.serving.answers import REFUSAL_REASONS
+from teamrunner.serving.edge import install_edge
+from teamrunner.serving.listeners import listening_on, listening_sockets
 from teamrunner.serving.server import Drain, RunnerHTTPServer, uvicorn_config
 from teamrunner.session import BuiltCall, EndReason, Session
 from teamrunner.sessions import Sessions
@@ -80,7 +87,11 @@ def build_call(plan: CallPlan, runtime: Runtime, journal: CallJournal) -> BuiltC
 
 
 def create_app(
-    settings: Settings | None = None, *, configure_logs: bool = True, warm: bool = False
+    settings: Settings | None = None,
+    *,
+    configure_logs: bool = True,
+    warm: bool = False,
+    behind_front: bool = False,
 ) -> FastAPI:
     """The application; ``settings`` default to the environment, read now.
 
@@ -89,7 +100,9 @@ def create_app(
     the API answers at once, ``/ready`` says no until that is done. ``warm``
     does it before the application answers at all instead (a pool's workers
     do: the front already answers for them, and a worker that cannot warm up
-    should not start).
+    should not start). ``behind_front`` leaves the probes' listener and the
+    ``Host`` and token checks to a pool's front (``teamrunner.serving.edge``
+    says why).
     """
     resolved = settings or Settings.from_env()
 
@@ -115,7 +128,7 @@ def create_app(
         sessions.open()
         app.state.sessions = sessions
         # A pool's worker listens on the front's private socket; the front logs the port.
-        where = "" if warm else f"listening on {resolved.host}:{resolved.port}, "
+        where = "" if warm else f"listening on {listening_on(resolved)}, "
         logger.info(
             f"{'worker' if warm else 'runner'} ready; pipecat-manager at "
             f"{resolved.pipecatcall_address}, {where}{_admission(resolved)}"
@@ -132,26 +145,20 @@ def create_app(
 
     app = FastAPI(title="pipecat-team-runner", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.settings = resolved
-    app.state.in_pool = warm
-    app.add_middleware(
-        BodyLimits,
-        max_body_bytes=resolved.max_body_bytes,
-        body_timeout_secs=resolved.body_timeout_secs,
-        on_refused=lambda scope, status, reason: _refused(
-            app, scope["method"], scope["path"], status, reason
-        ),
-    )
-    install_error_answers(
+    app.state.in_pool = behind_front
+    install_edge(
         app,
+        resolved,
         lambda method, path, status, reason: _refused(app, method, path, status, reason),
         lambda text: app.state.runtime.redactor.redact(text),
+        behind_front=behind_front,
     )
     _add_routes(app)
     return app
 
 
 def _add_routes(app: FastAPI) -> None:
-    @app.post("/run", responses=error_responses(400, 408, 409, 413, 422, 500, 503))
+    @app.post("/run", responses=error_responses(400, 401, 408, 409, 413, 422, 500, 503))
     async def run(request: RunRequest) -> RunStarted:
         """Start a call; answers once both sockets and every provider are up."""
         runtime: Runtime = app.state.runtime
@@ -165,7 +172,7 @@ def _add_routes(app: FastAPI) -> None:
             startup_secs=round(session.startup_secs, 4),
         )
 
-    @app.post("/stop", responses=error_responses(404, 422))
+    @app.post("/stop", responses=error_responses(401, 404, 422))
     async def stop(id: Annotated[CallId, Query()]) -> Stopped:
         """End a call; answers once everything it opened is released."""
         await app.state.sessions.stop(id)
@@ -192,7 +199,7 @@ def _add_routes(app: FastAPI) -> None:
             return JSONResponse(error_body(reason), status_code=503, headers={"Retry-After": retry})
         return ProcessReady(calls=len(sessions), max_calls=sessions.max_calls, load=sessions.load())
 
-    @app.get("/calls")
+    @app.get("/calls", responses=error_responses(401))
     async def calls() -> Calls:
         """The running calls, each team call with its active member."""
         return Calls(calls=[_call_info(s) for s in app.state.sessions.all()])
@@ -247,8 +254,12 @@ def _refused(app: FastAPI, method: str, path: str, status: int, reason: str) -> 
         runtime.metrics.calls_refused.labels(label).inc()
 
 
-def serve(app: FastAPI, settings: Settings, **uvicorn_options: Any) -> None:
-    """Serve ``app`` until a signal, draining its calls first."""
+def serve(app: FastAPI, settings: Settings, *, worker_socket: str | None = None) -> None:
+    """Serve ``app`` until a signal, draining its calls first.
+
+    On the API's address and, with ``RUNNER_METRICS_PORT``, the probes' own
+    (``teamrunner.serving.listeners``); a pool's worker on ``worker_socket`` alone.
+    """
 
     def drain() -> Drain | None:
         sessions: Sessions | None = getattr(app.state, "sessions", None)
@@ -256,20 +267,30 @@ def serve(app: FastAPI, settings: Settings, **uvicorn_options: Any) -> None:
             return None
         return Drain(start=lambda: sessions.drain(settings.drain_secs), hurry=sessions.hurry)
 
-    server = RunnerHTTPServer(uvicorn_config(app, settings, **uvicorn_options), drain)
-    server.run()
+    if worker_socket is None:
+        config = uvicorn_config(app, settings)
+        sockets: list[socket.socket] | None = listening_sockets(config, settings)
+    else:
+        config = uvicorn_config(app, settings, uds=worker_socket)
+        sockets = None
+    server = RunnerHTTPServer(config, drain)
+    server.run(sockets)
     if not server.started:
         raise SystemExit(3)  # as uvicorn exits when the application could not start
 
 
-def serve_worker(settings: Settings, socket: str, index: int, front_pid: int) -> None:
+def serve_worker(settings: Settings, socket_path: str, index: int, front_pid: int) -> None:
     """One worker of a pool, in a process the front started: this runner on a private socket."""
     from teamrunner.workers.process import become_worker
 
     become_worker(index, front_pid)
     # RUNNER_MAX_CALLS caps the whole pod, and the front checks it; each worker admits by load.
     worker_settings = replace(settings, max_calls=None)
-    serve(create_app(worker_settings, warm=True), worker_settings, uds=socket)
+    serve(
+        create_app(worker_settings, warm=True, behind_front=True),
+        worker_settings,
+        worker_socket=socket_path,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -26,6 +26,10 @@ from teamrunner.providers import endpoint_variables, key_variables
 # behind real time, with a margin: set from bench/capacity.py (BENCHMARKS.md, section 5).
 DEFAULT_LOAD_THRESHOLD = 0.7
 
+# A token shorter than this is refused: it would be guessable, and too short to redact.
+MIN_TOKEN_LENGTH = 16
+NO_TOKEN = SecretStr("")
+
 # The standard OpenTelemetry variables that, set, turn tracing on.
 OTLP_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 
@@ -49,6 +53,13 @@ class Settings:
     Attributes:
         host: Address the HTTP API listens on.
         port: Port of the HTTP API.
+        allowed_hosts: ``Host`` names the API answers to besides loopback's and
+            ``host``'s (comma-separated; ``*`` for any).
+        api_token: When set, the ``Authorization: Bearer`` token every request but
+            the probes (``/health``, ``/ready``, ``/metrics``) must carry.
+        metrics_host: Address the probes' own listener listens on.
+        metrics_port: Port of a listener serving only ``/health``, ``/ready`` and
+            ``/metrics``; 0 (the default) for none.
         pipecatcall_address: ``host:port`` of pipecat-manager.
         keys: Provider keys from the environment, by variable name.
         endpoints: Provider endpoint overrides, by variable name.
@@ -60,7 +71,8 @@ class Settings:
             than Go's 90 s idle pool, so Go never reuses a connection the runner
             is closing.
         header_timeout_secs: How long a client may take to send a request's headers.
-        body_timeout_secs: How long a client may take to send a request's body.
+        body_timeout_secs: How long a client may take to send a request's whole body,
+            from its headers to its last byte.
         max_body_bytes: The largest request body accepted (413 past it).
         max_calls: An optional hard cap on the calls the whole runner (every worker
             together) runs at once; None (the default) leaves admission to the load.
@@ -93,6 +105,12 @@ class Settings:
 
     host: str = _env("RUNNER_HOST", "127.0.0.1")
     port: int = _env("RUNNER_PORT", 8000, zero_ok=True)
+    # Who may reach the API, and where the probes listen (teamrunner.serving).
+    allowed_hosts: str = _env("RUNNER_ALLOWED_HOSTS", "")
+    # _env returns a field(); ruff allows a call only with a type it knows is immutable.
+    api_token: SecretStr = _env("RUNNER_API_TOKEN", NO_TOKEN)  # noqa: RUF009
+    metrics_host: str = _env("RUNNER_METRICS_HOST", "0.0.0.0")
+    metrics_port: int = _env("RUNNER_METRICS_PORT", 0, zero_ok=True)
     pipecatcall_address: str = _env("PIPECATCALL_ADDRESS", "localhost:8001")
     keys: Mapping[str, SecretStr] = field(default_factory=dict)
     endpoints: Mapping[str, str] = field(default_factory=dict)
@@ -138,8 +156,9 @@ class Settings:
         return value or None
 
     def secrets(self) -> list[str]:
-        """Every key the environment holds, for the redactor."""
-        return [secret.get_secret_value() for secret in self.keys.values()]
+        """Every key the environment holds, and the API's token, for the redactor."""
+        held = [*self.keys.values(), self.api_token]
+        return [secret.get_secret_value() for secret in held if secret]
 
     def endpoint(self, variable: str) -> str | None:
         """The endpoint override held in ``variable``, or None."""
@@ -181,6 +200,13 @@ def _parse(name: str, raw: str, metadata: Mapping[str, Any]) -> Any:
         if raw.lower() in ("0", "false", "no", "off"):
             return False
         raise ConfigError(f"{name} has value {raw!r}: not a valid bool; use 1/0, true/false")
+    if kind is SecretStr:
+        if len(raw) < MIN_TOKEN_LENGTH:
+            raise ConfigError(
+                f"{name} is {len(raw)} characters long: use at least {MIN_TOKEN_LENGTH}, "
+                "e.g. the output of `openssl rand -hex 32`"
+            )
+        return SecretStr(raw)
     if kind is str:
         return raw
     try:

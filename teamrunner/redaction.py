@@ -72,8 +72,15 @@ class Redactor:
         return value if scrubbed == text else json.loads(scrubbed)
 
     def patch_log_record(self, record: Any) -> None:
-        """A loguru patcher: scrub the message and any exception text of a record."""
+        """A loguru patcher: scrub the message, the bound fields and any exception text."""
         record["message"] = self.redact(record["message"])
+        # A call's id and member, and its summary, are written with every line of it.
+        extra = record["extra"]
+        for key, value in extra.items():
+            if isinstance(value, str):
+                extra[key] = self.redact(value)
+            elif isinstance(value, (dict, list)):
+                extra[key] = self.redact_json(value)
         exception = record.get("exception")
         if exception is not None and exception.value is not None:
             text = str(exception.value)

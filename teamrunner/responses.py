@@ -105,7 +105,9 @@ def error_body(message: str, problems: list[ProblemItem] | None = None) -> dict[
 def error_responses(*statuses: int) -> dict[int | str, dict[str, object]]:
     """OpenAPI ``responses`` for the error statuses a route may answer with."""
     meaning = {
-        400: "The request's values cannot be served (every problem listed)",
+        400: "The request's values cannot be served (every problem listed), or its Host "
+        "is not a name the runner is served as",
+        401: "RUNNER_API_TOKEN is set and Authorization: Bearer does not carry it",
         404: "No call with that id is running",
         408: "The request's headers or body arrived too slowly",
         409: "A call with that id is already running",

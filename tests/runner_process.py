@@ -11,6 +11,8 @@ many cores the machine running them has.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import signal
 import socket
@@ -18,7 +20,9 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Self
 
 import httpx
 
@@ -38,7 +42,7 @@ class RunnerProcess:
         self.port = free_port()
         self.log_path = tmp / f"runner-{self.port}.log"
         clean = {k: v for k, v in os.environ.items() if not k.startswith(("RUNNER_", "OTEL_"))}
-        self._env = {
+        self.environment = {
             **clean,
             "RUNNER_HOST": "127.0.0.1",
             "RUNNER_PORT": str(self.port),
@@ -46,7 +50,7 @@ class RunnerProcess:
             "RUNNER_WORKERS": "1",
             **environment,
         }
-        self.pool = self._env["RUNNER_WORKERS"] != "1"
+        self.pool = self.environment["RUNNER_WORKERS"] != "1"
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -57,7 +61,7 @@ class RunnerProcess:
         """Start the runner; returns once ``until`` answers 200 (``/ready``: warm, workers up)."""
         log = self.log_path.open("wb")
         self._process = subprocess.Popen(
-            [sys.executable, "main.py"], cwd=ROOT, env=self._env, stdout=log, stderr=log
+            [sys.executable, "main.py"], cwd=ROOT, env=self.environment, stdout=log, stderr=log
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -110,3 +114,63 @@ class RunnerProcess:
                 pass
         self._process.kill()
         self._process.wait(10)
+
+
+@dataclass(frozen=True)
+class RawAnswer:
+    """One response as it came off the socket."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class RawConnection:
+    """One kept-alive HTTP/1.1 connection, as Go's client pool holds one.
+
+    Each request is sent byte for byte as given, and its answer read whole
+    before the next is sent, on the same connection.
+    """
+
+    def __init__(self, host: str, port: int) -> None:
+        self._address = (host, port)
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+
+    async def __aenter__(self) -> Self:
+        self._reader, self._writer = await asyncio.open_connection(*self._address)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._writer is not None:
+            self._writer.close()
+
+    async def request(self, raw: bytes, timeout: float = 10.0) -> RawAnswer:
+        """Send ``raw`` and read its answer; ``ConnectionError`` if the runner closed instead."""
+        assert self._reader is not None and self._writer is not None
+        self._writer.write(raw)
+        await self._writer.drain()
+        try:
+            head = await asyncio.wait_for(self._reader.readuntil(b"\r\n\r\n"), timeout)
+        except asyncio.IncompleteReadError as e:
+            raise ConnectionError("the runner closed the connection without an answer") from e
+        status_line, *lines = head.decode("latin-1").split("\r\n")
+        headers = dict(
+            (name.strip().lower(), value.strip())
+            for name, value in (line.split(":", 1) for line in lines if line)
+        )
+        length = int(headers.get("content-length", "0"))
+        body = await asyncio.wait_for(self._reader.readexactly(length), timeout)
+        return RawAnswer(int(status_line.split()[1]), headers, body)
+
+
+def http_request(
+    method: str, path: str, body: bytes = b"", headers: Mapping[str, str] | None = None
+) -> bytes:
+    """A raw HTTP/1.1 request, addressed to the runner on loopback unless ``headers`` say."""
+    fields = {"Host": "127.0.0.1", "Content-Length": str(len(body)), **(headers or {})}
+    head = f"{method} {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.items())
+    return head.encode("latin-1") + b"\r\n" + body

@@ -1,9 +1,13 @@
 """Serving the HTTP API: uvicorn with the limits, timeouts and drain an operator needs.
 
-``limits.py`` bounds what a request may cost before the application sees it
-(body size, body read time); ``protocol.py`` bounds how long a client may
-take to send its headers; ``server.py`` is uvicorn's server with a signal
-turning into a drain instead of an immediate close, and the one place the
-uvicorn configuration is made from the runner's settings. Nothing here knows
-about calls: the application hands the server what to do on a drain.
+``edge.py`` installs, the same on every application, what a request passes
+before a route sees it: ``answers.py``, the one error shape every refusal
+and every bug is answered in, on a connection that stays open;
+``limits.py``, what a body may cost (its size, its time to arrive); and
+``json_body.py``, the one bounded parser a JSON body is read with.
+``protocol.py`` bounds how long a client may take to send its headers;
+``server.py`` is uvicorn's server with a signal turning into a drain instead
+of an immediate close, and the one place the uvicorn configuration is made
+from the runner's settings. Nothing here knows about calls: the application
+hands the server what to do on a drain.
 """

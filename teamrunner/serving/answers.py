@@ -2,17 +2,26 @@
 
 ``{"status": "error", "error": "<what is wrong>", "problems": [{"field",
 "message"}]}``, from the contract's checks (``RequestError``), a call that
-could not start (``StartError``), FastAPI's own parser and routing, or an
-unexpected exception, and never quoting a request's values, so no key can
-leak through one. Both applications install it: a single runner process
-(``main.py``) and the front of a pool of workers (``teamrunner.workers``),
-so Go reads the same answers from either. Each refused request is reported
-once to ``on_refused``, which logs and counts it.
+could not start (``StartError``), FastAPI's own parser and routing, the
+middleware in front of the application (``send_error``), or an unexpected
+exception, and never quoting a request's values, so no key can leak through
+one. Both applications install it: a single runner process (``main.py``)
+and the front of a pool of workers (``teamrunner.workers``), so Go reads the
+same answers from either. Each refused request is reported once to
+``on_refused``, which logs and counts it.
+
+None of these answers closes a kept-alive connection: Go pools its
+connections and sends its next request on the one that was just answered.
+An unexpected exception (a bug) is the one case Starlette cannot answer so:
+its outermost middleware answers 500 and then raises the exception on to
+uvicorn, which closes the connection. ``UnexpectedErrors``, just inside it,
+answers the 500 itself and does not raise.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -26,6 +35,12 @@ from teamrunner.responses import ProblemItem, error_body
 
 # Told of every refused request: (method, path, status, reason).
 OnRefused = Callable[[str, str, int, str], None]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 # The reason label of runner_calls_refused_total, by the status /run was refused with
 # (503 is "draining" or "capacity", which only the refusing application knows).
@@ -78,10 +93,7 @@ def install_error_answers(
                 "the /run body must be JSON sent with Content-Type: application/json",
                 [Problem("body", "not JSON")],
             )
-        problems = [
-            Problem(field_path(error.get("loc", ())), error.get("msg", "invalid"))
-            for error in exc.errors()
-        ]
+        problems = [_problem(error) for error in exc.errors()]
         summary = "; ".join(str(p) for p in problems)
         return answer(request, 422, f"request does not match the contract: {summary}", problems)
 
@@ -102,10 +114,75 @@ def install_error_answers(
         headers = dict(exc.headers) if exc.headers else None
         return answer(request, exc.status_code, message, headers=headers)
 
-    @app.exception_handler(Exception)
-    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
-        logger.exception(f"unexpected error on {request.url.path}")
-        return answer(request, 500, redact(f"runner error: {type(exc).__name__}: {exc}"))
+
+def _problem(error: dict[str, Any]) -> Problem:
+    if error.get("type") == "json_invalid":
+        # FastAPI's location of a parse error is a character offset, not a field.
+        reason = error.get("ctx", {}).get("error", "invalid")
+        return Problem("body", f"not JSON the runner can read: {reason}")
+    return Problem(field_path(error.get("loc", ())), error.get("msg", "invalid"))
+
+
+class UnexpectedErrors:
+    """Answers an exception no handler took (a bug) with 500, keeping the connection open.
+
+    Installed as the application's outermost middleware of its own, inside
+    Starlette's ``ServerErrorMiddleware``, which would otherwise answer and
+    then raise it on to uvicorn. Logged once, with its traceback. An
+    exception raised once the answer has begun is raised on: the connection
+    cannot be saved then.
+    """
+
+    def __init__(
+        self, app: ASGIApp, *, on_refused: OnRefused, redact: Callable[[str], str]
+    ) -> None:
+        self._app = app
+        self._on_refused = on_refused
+        self._redact = redact
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        started = False
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self._app(scope, receive, watched)
+        except Exception as e:
+            if started:
+                raise
+            logger.exception(f"unexpected error on {scope['method']} {scope['path']}")
+            message = self._redact(f"runner error: {type(e).__name__}: {e}")
+            self._on_refused(scope["method"], scope["path"], 500, message)
+            await send_error(send, 500, message)
+
+
+async def send_error(
+    send: Send,
+    status: int,
+    message: str,
+    problems: list[Problem] | None = None,
+    headers: dict[str, str] | None = None,
+    *,
+    close: bool = False,
+) -> None:
+    """Answer in the error shape from ASGI middleware; ``close`` ends the connection after it."""
+    items = [ProblemItem(field=p.field, message=p.message) for p in problems or []]
+    payload = json.dumps(error_body(message, items), separators=(",", ":")).encode()
+    raw_headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(payload)).encode()),
+        *((name.lower().encode(), value.encode()) for name, value in (headers or {}).items()),
+    ]
+    if close:
+        raw_headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
+    await send({"type": "http.response.body", "body": payload})
 
 
 def field_path(loc: tuple[Any, ...]) -> str:

@@ -4,27 +4,27 @@ A body is read whole before the application sees it (the runner's bodies
 are JSON it parses whole anyway). One past ``max_body_bytes`` is refused with
 413 as soon as its ``Content-Length`` says so, or as soon as that many bytes
 have arrived, so a huge body costs neither memory nor the event loop that
-every call shares; one that trickles in slower than ``body_timeout_secs``
-per message is refused with 408. Both answers have the runner's error shape.
+every call shares. The whole body must have arrived within
+``body_timeout_secs`` of the request's headers, however it is split: one
+sent a byte at a time is refused with 408 at that deadline, not held for as
+long as each byte comes before the last one's timeout. Both answers have
+the runner's error shape, and close the connection: the rest of the body is
+never read, so nothing more could be read from it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Awaitable, Callable
-from typing import Any
 
-from teamrunner.responses import error_body
-
-Scope = dict[str, Any]
-Message = dict[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-# Told of every request this middleware refuses: (scope, status, reason).
-Refusal = Callable[[Scope, int, str], None]
+from teamrunner.serving.answers import (
+    ASGIApp,
+    Message,
+    OnRefused,
+    Receive,
+    Scope,
+    Send,
+    send_error,
+)
 
 
 class _Refused(Exception):
@@ -43,7 +43,7 @@ class BodyLimits:
         *,
         max_body_bytes: int,
         body_timeout_secs: float,
-        on_refused: Refusal | None = None,
+        on_refused: OnRefused,
     ) -> None:
         self._app = app
         self._max = max_body_bytes
@@ -58,9 +58,8 @@ class BodyLimits:
             self._check_declared_length(scope)
             body = await self._read_body(receive)
         except _Refused as refused:
-            if self._on_refused is not None:
-                self._on_refused(scope, refused.status, refused.reason)
-            await _answer(send, refused.status, refused.reason)
+            self._on_refused(scope["method"], scope["path"], refused.status, refused.reason)
+            await send_error(send, refused.status, refused.reason, close=True)
             return
         await self._app(scope, _replay(body, receive), send)
 
@@ -72,22 +71,25 @@ class BodyLimits:
     async def _read_body(self, receive: Receive) -> bytes:
         parts: list[bytes] = []
         size = 0
-        while True:
-            try:
-                message = await asyncio.wait_for(receive(), self._timeout)
-            except TimeoutError:
-                raise _Refused(
-                    408, f"the request body did not arrive within {self._timeout:g}s"
-                ) from None
-            if message["type"] != "http.request":
-                return b"".join(parts)  # the client went away; the app sees an empty body
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self._max:
-                raise _Refused(413, self._too_large())
-            parts.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(parts)
+        try:
+            async with asyncio.timeout(self._timeout):
+                while True:
+                    message = await receive()
+                    if message["type"] != "http.request":
+                        return b"".join(parts)  # the client went away; the app sees no body
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > self._max:
+                        raise _Refused(413, self._too_large())
+                    parts.append(chunk)
+                    if not message.get("more_body", False):
+                        return b"".join(parts)
+        except TimeoutError:
+            raise _Refused(
+                408,
+                f"the request body did not arrive within {self._timeout:g}s "
+                "(RUNNER_BODY_TIMEOUT_SECS on the runner)",
+            ) from None
 
     def _too_large(self) -> str:
         return (
@@ -108,19 +110,3 @@ def _replay(body: bytes, receive: Receive) -> Receive:
         return await receive()
 
     return replayed
-
-
-async def _answer(send: Send, status: int, reason: str) -> None:
-    payload = json.dumps(error_body(reason), separators=(",", ":")).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(payload)).encode()),
-                (b"connection", b"close"),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": payload})

@@ -1,8 +1,9 @@
 """The front of a worker pool: the one address Go calls, answering for the whole runner.
 
-The front owns the port (``RUNNER_HOST``:``RUNNER_PORT``) and runs no call
-itself. ``POST /run`` goes, body untouched, to the least-loaded worker (or
-to the worker already holding that id, which refuses it as a conflict);
+The front owns the port (``RUNNER_HOST``:``RUNNER_PORT``), and the probes'
+own (``RUNNER_METRICS_PORT``) when they have one, and runs no call itself.
+``POST /run`` goes, body untouched, to the least-loaded worker (or to the
+worker already holding that id, which refuses it as a conflict);
 ``POST /stop?id=`` to the worker holding the call; each answer comes back
 as the worker gave it, so Go reads exactly what a single runner says. The
 front never sees a call's audio: each worker dials Go's websockets for its
@@ -11,9 +12,11 @@ every worker and its load), ``/ready`` (not draining, and some worker
 would admit a voice call),
 ``/calls`` (every worker's, each call naming its worker) and ``/metrics``
 (every worker's, summed). It refuses on its own only what no worker
-should see: a body past the limits, a ``/run`` while draining, past
-``RUNNER_MAX_CALLS`` or with no worker up. A ``/run`` that every worker
-refuses for its load is answered with the last worker's 503.
+should see: a foreign ``Host`` or a missing token (``teamrunner.serving``
+installs the same checks here as on a single runner), a body past the
+limits, a ``/run`` while draining, past ``RUNNER_MAX_CALLS`` or with no
+worker up. A ``/run`` that every worker refuses for its load is answered
+with the last worker's 503.
 
 The port opens at once: ``/health`` answers while the workers start and
 warm up, and ``/ready`` and ``/run`` answer 503 with ``Retry-After`` until
@@ -51,8 +54,10 @@ from teamrunner.logs import configure_logging
 from teamrunner.metrics import CONTENT_TYPE, PoolMetrics
 from teamrunner.redaction import Redactor
 from teamrunner.responses import Health, Ready, Stopped, error_body, error_responses
-from teamrunner.serving.answers import REFUSAL_REASONS, install_error_answers
-from teamrunner.serving.limits import BodyLimits
+from teamrunner.serving.answers import REFUSAL_REASONS
+from teamrunner.serving.edge import install_edge
+from teamrunner.serving.json_body import parse_json
+from teamrunner.serving.listeners import listening_on, listening_sockets
 from teamrunner.serving.server import Drain, RunnerHTTPServer, uvicorn_config
 from teamrunner.workers.pool import WorkerPool, WorkerStartError
 from teamrunner.workers.process import Answer, WorkerGone, WorkerProcess, WorkerTarget
@@ -108,7 +113,7 @@ def create_front_app(settings: Settings, pool: WorkerPool) -> FastAPI:
         cap = f", at most {settings.max_calls} calls at once" if settings.max_calls else ""
         logger.info(
             f"runner ready; pipecat-manager at {settings.pipecatcall_address}, listening on "
-            f"{settings.host}:{settings.port}, {pool.count} workers, each admitting calls up "
+            f"{listening_on(settings)}, {pool.count} workers, each admitting calls up "
             f"to {settings.load_threshold:g} of its core's load{cap}"
         )
 
@@ -144,21 +149,13 @@ def create_front_app(settings: Settings, pool: WorkerPool) -> FastAPI:
     app.state.start_failed = False
     app.state.refused = refused
     app.state.exit = lambda: None  # serve_front sets it: end the server
-    app.add_middleware(
-        BodyLimits,
-        max_body_bytes=settings.max_body_bytes,
-        body_timeout_secs=settings.body_timeout_secs,
-        on_refused=lambda scope, status, reason: refused(
-            scope["method"], scope["path"], status, reason
-        ),
-    )
-    install_error_answers(app, refused, redactor.redact)
+    install_edge(app, settings, refused, redactor.redact)
     _add_routes(app, settings, pool)
     return app
 
 
 def _add_routes(app: FastAPI, settings: Settings, pool: WorkerPool) -> None:
-    @app.post("/run", responses=error_responses(400, 408, 409, 413, 422, 500, 503))
+    @app.post("/run", responses=error_responses(400, 401, 408, 409, 413, 422, 500, 503))
     async def run(request: Request) -> Response:
         """Place a call on the least-loaded worker; its answer is passed on as it is."""
         body = await request.body()
@@ -192,7 +189,7 @@ def _add_routes(app: FastAPI, settings: Settings, pool: WorkerPool) -> None:
             app.state.refused("POST", "/run", 503, json.loads(answer.body)["error"])
         return _passed(answer)
 
-    @app.post("/stop", responses=error_responses(404, 422))
+    @app.post("/stop", responses=error_responses(401, 404, 422))
     async def stop(id: Annotated[CallId, Query()]) -> Response:
         """Stop a call on the worker that holds it."""
         worker = pool.holder(id)
@@ -257,7 +254,7 @@ def _add_routes(app: FastAPI, settings: Settings, pool: WorkerPool) -> None:
             )
         return JSONResponse(error_body(reason), status_code=503, headers={"Retry-After": retry})
 
-    @app.get("/calls")
+    @app.get("/calls", responses=error_responses(401))
     async def calls() -> dict[str, list[dict[str, Any]]]:
         """Every worker's running calls, each naming its worker."""
         asked_at = time.monotonic()
@@ -297,9 +294,13 @@ async def _start_on(
 
 
 def _call_id(body: bytes) -> str | None:
-    """The call's id, if the body is a JSON object with a string ``id``."""
+    """The call's id, if the body is a JSON object with a string ``id``.
+
+    Read with the workers' own parser: a body it refuses has no id, and a
+    worker answers what is wrong with it, as it would to a single runner.
+    """
     try:
-        value = json.loads(body)
+        value = parse_json(body)
     except ValueError:
         return None
     call_id = value.get("id") if isinstance(value, dict) else None
@@ -320,10 +321,9 @@ def serve_front(settings: Settings, count: int, target: WorkerTarget) -> None:
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics)
         pool = WorkerPool(settings, count, target, str(sockets), PoolMetrics(str(metrics)))
         app = create_front_app(settings, pool)
-        server = RunnerHTTPServer(
-            uvicorn_config(app, settings), lambda: Drain(start=pool.drain, hurry=pool.hurry)
-        )
+        config = uvicorn_config(app, settings)
+        server = RunnerHTTPServer(config, lambda: Drain(start=pool.drain, hurry=pool.hurry))
         app.state.exit = lambda: setattr(server, "should_exit", True)
-        server.run()
+        server.run(listening_sockets(config, settings))
         if not server.started or app.state.start_failed:
             raise SystemExit(3)  # as uvicorn exits when the application could not start

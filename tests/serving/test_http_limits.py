@@ -46,7 +46,7 @@ async def exchange(writer: asyncio.StreamWriter, reader: asyncio.StreamReader, r
 
 
 def get(path: str) -> bytes:
-    return f"GET {path} HTTP/1.1\r\nHost: runner\r\n\r\n".encode()
+    return f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
 
 
 async def test_an_idle_kept_alive_connection_outlives_uvicorns_old_five_seconds(
@@ -59,7 +59,7 @@ async def test_an_idle_kept_alive_connection_outlives_uvicorns_old_five_seconds(
         second = await exchange(
             writer,
             reader,
-            b"POST /stop?id=gone HTTP/1.1\r\nHost: runner\r\nContent-Length: 0\r\n\r\n",
+            b"POST /stop?id=gone HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n",
         )
     finally:
         writer.close()
@@ -72,7 +72,7 @@ async def test_clients_that_send_headers_slowly_are_answered_408_and_closed(
 ) -> None:
     clients = [await asyncio.open_connection("127.0.0.1", runner.port) for _ in range(50)]
     for _, writer in clients:
-        writer.write(b"POST /run HTTP/1.1\r\nHost: runner\r\n")  # and then nothing more
+        writer.write(b"POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and then nothing more
         await writer.drain()
     # Meanwhile a well-behaved client is served.
     async with httpx.AsyncClient() as http:
@@ -88,7 +88,7 @@ async def test_clients_that_send_headers_slowly_are_answered_408_and_closed(
 async def test_a_body_that_trickles_in_is_answered_408(runner: RunnerProcess) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", runner.port)
     writer.write(
-        b"POST /run HTTP/1.1\r\nHost: runner\r\nContent-Type: application/json\r\n"
+        b"POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         b'Content-Length: 100\r\n\r\n{"id": '
     )
     await writer.drain()
@@ -104,7 +104,7 @@ async def test_a_body_past_the_limit_is_refused_413_before_it_is_read(
     reader, writer = await asyncio.open_connection("127.0.0.1", runner.port)
     started = time.monotonic()
     writer.write(
-        b"POST /run HTTP/1.1\r\nHost: runner\r\nContent-Type: application/json\r\n"
+        b"POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         b"Content-Length: 52428800\r\n\r\n"
     )
     await writer.drain()
@@ -131,7 +131,7 @@ async def test_a_chunked_body_past_the_limit_is_refused_413(runner: RunnerProces
 
     answer = asyncio.ensure_future(read_answer())
     writer.write(
-        b"POST /run HTTP/1.1\r\nHost: runner\r\nContent-Type: application/json\r\n"
+        b"POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         b"Transfer-Encoding: chunked\r\n\r\n"
     )
     chunk = b"x" * 65536
@@ -250,3 +250,51 @@ async def test_each_refused_request_leaves_one_log_line_with_its_status(
     lines = [line for line in runner.log.splitlines() if "refused POST /run: 400" in line]
     assert len(lines) >= 1
     assert "nope" not in lines[-1]  # the reason names the field, never the value
+
+
+async def test_a_request_that_is_not_http_gets_400_in_the_error_shape_and_is_closed(
+    runner: RunnerProcess,
+) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", runner.port)
+    writer.write(b"POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: x\r\n\r\n")
+    await writer.drain()
+    answer = (await asyncio.wait_for(reader.read(), 5)).decode()
+    writer.close()
+    head, body = answer.split("\r\n\r\n", 1)
+    assert head.startswith("HTTP/1.1 400"), answer
+    assert "connection: close" in head.lower()
+    assert json.loads(body) == {
+        "status": "error",
+        "error": "the request is not HTTP/1.1 the runner can read",
+    }
+
+
+async def test_a_body_sent_a_byte_at_a_time_is_cut_off_at_its_deadline_with_408(
+    runner: RunnerProcess,
+) -> None:
+    # Each byte comes well within 0.5 s of the last: only a deadline for the whole body
+    # (RUNNER_BODY_TIMEOUT_SECS=0.5) ends it.
+    body = b'{"id": "trickled", "llm_type": "openai.gpt-4o"}'
+    reader, writer = await asyncio.open_connection("127.0.0.1", runner.port)
+    writer.write(
+        b"POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n" % len(body)
+    )
+    await writer.drain()
+    started = time.monotonic()
+    answer = asyncio.ensure_future(reader.read())
+    for byte in body:
+        if answer.done():
+            break
+        writer.write(bytes([byte]))
+        await writer.drain()
+        await asyncio.wait({answer}, timeout=0.2)
+    cut_after = time.monotonic() - started
+    text = (await asyncio.wait_for(answer, 5)).decode()
+    writer.close()
+    assert text.startswith("HTTP/1.1 408"), text
+    assert "connection: close" in text.lower()
+    assert json.loads(text.split("\r\n\r\n", 1)[1])["status"] == "error"
+    # Cut at its deadline, long before its last byte (about 9 s away) was due; the
+    # margin is for a machine busy with other tests.
+    assert 0.5 <= cut_after < 4.0, cut_after
