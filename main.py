@@ -52,6 +52,7 @@ from teamrunner.responses import (
     Calls,
     Health,
     MemberRef,
+    Providers,
     Ready,
     RunStarted,
     Stopped,
@@ -171,7 +172,9 @@ def _add_routes(app: FastAPI) -> None:
         """Liveness: the process answers (also while it drains), and how much it holds."""
         runtime: Runtime = app.state.runtime
         return Health(
-            sessions=len(app.state.sessions), speech_models_loaded=runtime.shared.models.loads
+            sessions=len(app.state.sessions),
+            speech_models_loaded=runtime.shared.models.loads,
+            providers=Providers.servable(),
         )
 
     @app.get("/ready", responses=error_responses(503))

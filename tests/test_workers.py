@@ -293,6 +293,7 @@ async def test_one_worker_is_a_single_process_with_no_front(
         runner.stop()
 
     # Ready once warm: Silero and smart-turn (RUNNER_PRELOAD_MODELS' default) are loaded.
+    assert health.pop("providers")["stt"] == ["deepgram", "whisper"]
     assert health == {"status": "ok", "sessions": 0, "speech_models_loaded": 2}
     assert ready == {"status": "ready", "calls": 0, "max_calls": 4}
     assert "workers up" not in runner.log

