@@ -185,6 +185,26 @@ async def test_a_team_start_member_greets_then_answers_the_callers_turn_the_hist
     assert cloud.grok.requests == []
 
 
+async def test_a_team_start_member_voice_says_its_greeting_then_the_answer_to_the_pending_turn(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    body = team_request()
+    body["llm_messages"] = [{"role": "user", "content": PENDING}]
+    body["resolved_team"]["members"][0]["ai"]["greeting"] = "Welcome to {{ company }}."
+    cloud.openai.push(Reply.say(ANSWER))
+    call = cloud.manager.expect_call(TEAM_CALL_ID, caller=Caller(Caller.silence(0.5)))
+
+    assert (await http.post(f"{runner.url}/run", json=body)).status_code == 200
+
+    spoken = ["Welcome to Acme.", ANSWER]
+    await cloud.cartesia.wait_until(
+        lambda: cloud.cartesia.texts_for_voice("voice-greeter") == spoken, 15
+    )
+    await call.wait(lambda c: c.bot_llm_text() == spoken, 10, "greeting, then answer")
+    [request] = cloud.openai.requests
+    _greeted_then_pending(request, "Welcome to Acme.")
+
+
 async def test_a_history_that_ends_with_the_ais_turn_is_greeted_and_waits_for_the_caller(
     cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
 ) -> None:
