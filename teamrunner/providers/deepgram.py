@@ -174,7 +174,7 @@ class GaplessDeepgramSTTService(DeepgramSTTService):
         self._held.add(audio)
         if self._held.dropped_bytes and not dropping:
             logger.warning(
-                f"{self}: the socket has been down for more than {self._hold_secs:.0f} s "
+                f"{self}: the socket has been down for more than {self._hold_secs:g} s "
                 "of caller audio; dropping the oldest audio kept"
             )
 
