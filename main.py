@@ -60,6 +60,7 @@ from teamrunner.responses import (
     MemberRef,
     ProcessHealth,
     ProcessReady,
+    Providers,
     RunStarted,
     Stopped,
     error_body,
@@ -186,6 +187,7 @@ def _add_routes(app: FastAPI) -> None:
         return ProcessHealth(
             sessions=len(sessions),
             speech_models_loaded=runtime.shared.models.loads,
+            providers=Providers.servable(),
             load=sessions.load(),
         )
 

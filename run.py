@@ -132,8 +132,13 @@ class Call:
             )
         greeting = self.plan.start_member.greeting
         if greeting:
-            # The greeting is the AI's first turn, said without asking the model.
-            await self.lines.say(greeting, remember=True)
+            # The greeting is the AI's first turn, said without asking the model. A
+            # caller's turn the history ends with is answered right behind it: the
+            # plan put the greeting in the context before that turn, so it is not
+            # remembered again, and the model runs while the greeting plays.
+            await self.lines.say(greeting, remember=not self.plan.pending_turn)
+            if self.plan.pending_turn:
+                await self.worker.queue_frame(LLMRunFrame())
         elif _opens_with_llm(self.plan, self.system_instruction, self.history):
             await self.worker.queue_frame(LLMRunFrame())
 

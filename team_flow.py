@@ -22,7 +22,8 @@ What a transition adds (``TransitionPlan``):
 
 The start member's ``greeting`` is said before its node is entered, and the
 node waits for the caller instead of running its LLM (flows'
-``respond_immediately``). A member with ``end_call`` has that function in
+``respond_immediately``), unless the history ends with the caller's turn,
+which the node then answers at once. A member with ``end_call`` has that function in
 its node (``ending.CallEnding``).
 
 With a remote policy (``teamrunner.policy_call``), every member's node also
@@ -162,17 +163,22 @@ class TeamFlow:
     @property
     def start_node(self) -> NodeConfig:
         node = self.node(self.active)
-        if self.active.greeting:
+        if self.active.greeting and not self._plan.pending_turn:
             # The greeting is the member's first turn: its LLM waits for the caller.
             return NodeConfig(**{**node, "respond_immediately": False})  # type: ignore[typeddict-item]
         return node
 
     async def start(self, flow_manager: FlowManager) -> None:
-        """Give the start member the call: its model, its greeting, then its node."""
+        """Give the start member the call: its model, its greeting, then its node.
+
+        A caller's turn the history ends with is answered as the node is
+        entered, right behind the greeting, which the plan already put in the
+        context before that turn.
+        """
         self._worker = flow_manager.worker
         await self._set_model(self.active)
         if self.active.greeting:
-            await self._lines.say(self.active.greeting, remember=True)
+            await self._lines.say(self.active.greeting, remember=not self._plan.pending_turn)
         await flow_manager.initialize(self.start_node)
 
     async def _set_model(self, member: MemberPlan) -> None:

@@ -12,15 +12,22 @@ on ``CloseStream``. Time is measured in audio received, not wall clock, so
 results do not depend on how fast a test feeds audio. Only mono ``linear16``
 audio is analysed; audio in any other encoding is counted but never answered.
 
+A test can drop the sockets mid-call (``close_connections``, as Deepgram does
+when it closes a stream) and keep the next handshakes waiting
+(``hold_handshakes`` until ``release_handshakes``), so a client's socket stays
+down for as long as the test needs; ``handshakes`` says when each one came.
+
 It holds no other Deepgram API (no pre-recorded ``/v1/listen`` POST, no TTS).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import hashlib
 import json
 import re
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable
@@ -212,11 +219,25 @@ class DeepgramSimulator(ProviderSimulator[ListenConnection]):
         self.interim = interim
         self.speech_rms = speech_rms
         self.silence_ms = silence_ms
+        #: When each handshake arrived (``time.monotonic()``), held and refused ones included.
+        self.handshakes: list[float] = []
+        #: Handshakes waiting while ``hold_handshakes`` is in force.
+        self.handshakes_waiting = 0
+        self._admitting = asyncio.Event()
+        self._admitting.set()
 
     def build_app(self) -> web.Application:
         app = web.Application()
         app.router.add_get(LISTEN_PATH, self._handle_listen)
         return app
+
+    def hold_handshakes(self) -> None:
+        """Keep every new connection waiting in its handshake until ``release_handshakes``."""
+        self._admitting.clear()
+
+    def release_handshakes(self) -> None:
+        """Let the held handshakes, and every later one, complete."""
+        self._admitting.set()
 
     def push_transcripts(self, *texts: str) -> None:
         """Append transcripts to the script, for utterances still to come."""
@@ -240,6 +261,14 @@ class DeepgramSimulator(ProviderSimulator[ListenConnection]):
         return sum(conn.audio_bytes for conn in self.connections)
 
     async def _handle_listen(self, request: web.Request) -> web.StreamResponse:
+        self.handshakes.append(time.monotonic())
+        if not self._admitting.is_set():
+            self.handshakes_waiting += 1
+            await self.notify()
+            try:
+                await self._admitting.wait()
+            finally:
+                self.handshakes_waiting -= 1
         refusal = self.refusal()
         if refusal is not None:
             return refusal

@@ -45,12 +45,30 @@ class Stopped(BaseModel):
     id: str
 
 
+class Providers(BaseModel):
+    """The providers this install can serve: what ``llm_type`` (before the dot),
+    ``stt_type`` and ``tts_type`` may name. One whose optional extra is not
+    installed is left out, and a ``/run`` naming it is a 400."""
+
+    llm: list[str]
+    stt: list[str]
+    tts: list[str]
+
+    @classmethod
+    def servable(cls) -> Providers:
+        """What this install can serve (looked up once per module per process)."""
+        from teamrunner.providers import LLM, STT, TTS
+
+        return cls(llm=LLM.servable(), stt=STT.servable(), tts=TTS.servable())
+
+
 class Health(BaseModel):
-    """``GET /health``: the runner is alive."""
+    """``GET /health``: the runner is alive, and what it can serve."""
 
     status: str = "ok"
     sessions: int
     speech_models_loaded: int
+    providers: Providers
 
 
 class ProcessHealth(Health):

@@ -9,7 +9,8 @@ libraries are imported only then, so the runner starts without them.
 
 This module holds the models only. The analyzers that run a call on the shared
 ONNX sessions are in ``teamrunner.speech_analyzers``; the Whisper and Piper
-services that run on the shared models are in ``teamrunner.providers.local``.
+services that run on the shared models are in ``teamrunner.providers.whisper`` and
+``teamrunner.providers.piper``.
 ``tests/providers/test_speech_models.py`` guards both against pipecat changing
 under them, and checks that each model is loaded once however many calls use it.
 """

@@ -29,6 +29,39 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 
 
+# A sitecustomize that makes an interpreter an install without the given modules.
+_WITHOUT_MODULES = """\
+import sys
+
+
+class _NotInstalled:
+    \"\"\"Answers the hidden modules as Python answers a module that is not installed.\"\"\"
+
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in {names!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, _NotInstalled())
+"""
+
+
+def without_modules(tmp: Path, *names: str) -> dict[str, str]:
+    """The environment of a Python process in which ``names`` are not installed.
+
+    The test environment has every extra installed. A ``sitecustomize`` on the
+    process's ``PYTHONPATH`` puts a finder first on ``sys.meta_path`` that
+    raises, for each of ``names`` and anything inside it, the
+    ``ModuleNotFoundError`` an import of a missing module raises; every other
+    module is found as before.
+    """
+    folder = tmp / ("without-" + "-".join(names))
+    folder.mkdir(exist_ok=True)
+    (folder / "sitecustomize.py").write_text(_WITHOUT_MODULES.format(names=set(names)))
+    return {"PYTHONPATH": str(folder)}
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

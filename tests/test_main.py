@@ -167,19 +167,26 @@ async def test_stop_of_an_unknown_call_is_404(
     assert "no call with that id is running" in response.json()["error"]
 
 
-async def test_health_reports_the_number_of_calls(
+async def test_health_reports_the_number_of_calls_and_the_providers_it_serves(
     bare_runner: RunnerServer, http: httpx.AsyncClient
 ) -> None:
     response = await http.get(f"{bare_runner.url}/health")
 
     assert response.status_code == 200
     health = response.json()
-    assert {k: health[k] for k in ("status", "sessions", "speech_models_loaded")} == {
+    load = health.pop("load")
+    assert health == {
         "status": "ok",
         "sessions": 0,
         "speech_models_loaded": 0,
+        # This test environment has every extra installed.
+        "providers": {
+            "llm": ["gemini", "grok", "openai"],
+            "stt": ["deepgram", "whisper"],
+            "tts": ["cartesia", "elevenlabs", "espeak", "piper"],
+        },
     }
-    assert health["load"]["projected"] == 0 and health["load"]["admits"]["voice"]
+    assert load["projected"] == 0 and load["admits"]["voice"]
 
 
 async def test_openapi_documents_typed_answers_and_the_one_error_shape(

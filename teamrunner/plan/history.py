@@ -1,4 +1,8 @@
-"""The conversation so far (``llm_messages``), made into a context every provider accepts."""
+"""The conversation so far (``llm_messages``), made into a context every provider accepts.
+
+Also where a greeting goes when the conversation ends with the caller's turn,
+which nobody has answered yet (``pending_turn``, ``greet_before_turn``).
+"""
 
 from __future__ import annotations
 
@@ -76,3 +80,22 @@ def _text(content: str | list[Any] | None) -> str:
     if isinstance(content, str):
         return content
     return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+
+
+def pending_turn(history: list[dict[str, Any]]) -> bool:
+    """Whether ``history`` ends with the caller's turn, which the AI has not answered yet."""
+    return bool(history) and history[-1].get("role") == "user"
+
+
+def greet_before_turn(history: list[dict[str, Any]], greeting: str) -> list[dict[str, Any]]:
+    """``history`` with ``greeting`` as the AI's message just before the caller's pending turn.
+
+    The caller's words came before the greeting was said, but the model is to
+    answer them: put last, they are what its reply answers, exactly as when a
+    caller speaks after the greeting, and no provider is asked to follow its
+    own message with another.
+    """
+    start = len(history)
+    while start > 0 and history[start - 1].get("role") == "user":
+        start -= 1
+    return [*history[:start], {"role": "assistant", "content": greeting}, *history[start:]]

@@ -162,7 +162,11 @@ class CallPlan:
         hears: Whether the call has caller audio (an input socket and STT).
         speaks: Whether replies are spoken (TTS).
         turn: Turn-taking for the call (members may override it).
-        messages: The conversation so far, valid for an LLM.
+        messages: The conversation so far, valid for an LLM. When it ends with
+            the caller's turn and the start member greets, the greeting is in
+            it as the AI's message just before that turn.
+        pending_turn: Whether the conversation ends with the caller's turn,
+            which the start member answers as it starts (after its greeting).
         team_id: The team's id (empty for a single-AI call).
         idle: What to do when the caller goes quiet (None: nothing).
         policy: The remote policy that drives the conversation (None: none).
@@ -179,6 +183,7 @@ class CallPlan:
     team_id: str = ""
     idle: IdlePlan | None = None
     policy: PolicyPlan | None = None
+    pending_turn: bool = False
 
     @property
     def start_member(self) -> MemberPlan:

@@ -14,7 +14,7 @@ from teamrunner.contract import Member, RunRequest, Transition, VADConfig
 from teamrunner.errors import InvalidRequest, Problem
 from teamrunner.plan import placeholders
 from teamrunner.plan.functions import check_names, function_name, plan_tools
-from teamrunner.plan.history import valid_history
+from teamrunner.plan.history import greet_before_turn, pending_turn, valid_history
 from teamrunner.plan.model import (
     END_CALL_FUNCTION,
     SINGLE_MEMBER_ID,
@@ -47,6 +47,11 @@ def plan_call(request: RunRequest, settings: Settings) -> CallPlan:
     policy = plan_policy(request.remote_policy, problems)
     if problems:
         raise InvalidRequest(problems)
+    messages = valid_history(request.llm_messages)
+    pending = pending_turn(messages)
+    greeting = members[start].greeting
+    if pending and greeting:
+        messages = greet_before_turn(messages, greeting)
     return CallPlan(
         id=request.id,
         members=members,
@@ -55,10 +60,11 @@ def plan_call(request: RunRequest, settings: Settings) -> CallPlan:
         hears=bool(request.stt_type),
         speaks=bool(request.tts_type),
         turn=TurnPlan(vad=request.vad_config or VADConfig(), smart_turn=request.smart_turn_enabled),
-        messages=valid_history(request.llm_messages),
+        messages=messages,
         team_id=request.resolved_team.id if request.resolved_team is not None else "",
         idle=idle,
         policy=policy,
+        pending_turn=pending,
     )
 
 

@@ -1,10 +1,11 @@
 """Resolving a request's provider fields into specs: provider, model, voice, key, endpoint.
 
 Each function checks one field and adds a ``Problem`` naming it when the
-runner cannot serve it, without quoting the value (a misplaced key must not
-come back in an error body). A key comes from the request, else from the
-runner's environment (the provider's own key variable); an endpoint only
-from the environment.
+runner cannot serve it (a provider it does not have, or one this install
+lacks a module for, with what to install), without quoting the value (a
+misplaced key must not come back in an error body). A key comes from the
+request, else from the runner's environment (the provider's own key
+variable); an endpoint only from the environment.
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ def llm_spec(
     provider = LLM.get(provider_name)
     if provider is None:
         problems.append(Problem(where, f"names no LLM provider the runner has; expected {example}"))
+        return _NO_LLM
+    missing = provider.unavailable()
+    if missing:
+        problems.append(Problem(where, missing))
         return _NO_LLM
     key = key or _env_key(provider, settings)
     if provider.needs_key and not key:
@@ -129,6 +134,10 @@ def _speech_provider(
                 f"accepted: {registry.accepted()}",
             )
         )
+        return None
+    missing = provider.unavailable()
+    if missing:
+        problems.append(Problem(where, missing))
         return None
     key = _env_key(provider, settings)
     if provider.needs_key and not key:

@@ -2,13 +2,19 @@
 
 An entry is a factory function that returns pipecat's base service type,
 registered with the environment variables it reads its key and endpoint
-from. The vendor import lives inside the factory, so a provider nobody asks
-for costs nothing. This module holds the mechanism only; the entries are in
-``llm.py``, ``stt.py`` and ``tts.py``.
+from, and with the modules it needs beyond the runner's own dependencies
+(those of an optional extra, such as ``[local]``). The vendor import lives
+inside the factory, so a provider nobody asks for costs nothing. Whether an
+install can serve a provider is found without importing anything
+(``importlib.util.find_spec``), once per module per process. This module
+holds the mechanism only; the entries are in ``llm.py``, ``stt.py`` and
+``tts.py``.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
@@ -21,6 +27,21 @@ ServiceT = TypeVar("ServiceT")
 
 # A factory builds one service for a spec, reusing what the process shares.
 Factory = Callable[[SpecT, "SharedResources"], ServiceT]
+
+# The distribution whose extras bring the modules optional providers need.
+DISTRIBUTION = "pipecat-team-runner"
+
+
+@functools.cache
+def installed(module: str) -> bool:
+    """Whether ``module`` can be imported here; found without importing it.
+
+    A dotted name's parent packages are imported to look inside them.
+    """
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:  # a missing parent package, or a module that refuses to be found
+        return False
 
 
 @dataclass(frozen=True)
@@ -35,6 +56,8 @@ class Provider(Generic[SpecT, ServiceT]):
         needs_key: Whether a call cannot start without a key (local providers need none).
         check: Says what is wrong with a spec this provider cannot serve (a
             voice it does not have, a language it cannot hear), or None.
+        requires: The modules it needs beyond the runner's own dependencies.
+        extra: The extra of ``DISTRIBUTION`` that installs them.
     """
 
     name: str
@@ -43,6 +66,18 @@ class Provider(Generic[SpecT, ServiceT]):
     endpoint_variable: str | None = None
     needs_key: bool = True
     check: Callable[[SpecT], str | None] | None = None
+    requires: tuple[str, ...] = ()
+    extra: str | None = None
+
+    def unavailable(self) -> str | None:
+        """Why this install cannot serve the provider (a module it needs is missing), or None."""
+        missing = [module for module in self.requires if not installed(module)]
+        if not missing:
+            return None
+        problem = f"{self.name} is not installed here (no module {', '.join(missing)})"
+        if self.extra:
+            problem += f"; install it with: pip install '{DISTRIBUTION}[{self.extra}]'"
+        return problem
 
 
 class Registry(Generic[SpecT, ServiceT]):
@@ -60,10 +95,13 @@ class Registry(Generic[SpecT, ServiceT]):
         endpoint_variable: str | None = None,
         local: bool = False,
         check: Callable[[SpecT], str | None] | None = None,
+        requires: tuple[str, ...] = (),
+        extra: str | None = None,
     ) -> Callable[[Factory[SpecT, ServiceT]], Factory[SpecT, ServiceT]]:
         """Decorator: register ``factory`` as the provider called ``name``.
 
-        ``local`` marks a provider that runs on this machine and needs no key.
+        ``local`` marks a provider that runs on this machine and needs no key;
+        ``requires`` names the modules it needs that the extra ``extra`` installs.
         """
 
         def add(factory: Factory[SpecT, ServiceT]) -> Factory[SpecT, ServiceT]:
@@ -76,6 +114,8 @@ class Registry(Generic[SpecT, ServiceT]):
                 endpoint_variable=endpoint_variable,
                 needs_key=not local,
                 check=check,
+                requires=requires,
+                extra=extra,
             )
             return factory
 
@@ -89,6 +129,10 @@ class Registry(Generic[SpecT, ServiceT]):
 
     def names(self) -> list[str]:
         return sorted(self._providers)
+
+    def servable(self) -> list[str]:
+        """The names of the providers this install can serve, sorted."""
+        return [name for name in self.names() if self._providers[name].unavailable() is None]
 
     def accepted(self) -> str:
         """The accepted names, for error messages."""

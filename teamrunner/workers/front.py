@@ -53,7 +53,14 @@ from teamrunner.errors import AtCapacity, Draining, RequestError, SessionNotFoun
 from teamrunner.logs import configure_logging
 from teamrunner.metrics import CONTENT_TYPE, PoolMetrics
 from teamrunner.redaction import Redactor
-from teamrunner.responses import Health, Ready, Stopped, error_body, error_responses
+from teamrunner.responses import (
+    Health,
+    Providers,
+    Ready,
+    Stopped,
+    error_body,
+    error_responses,
+)
 from teamrunner.serving.answers import REFUSAL_REASONS
 from teamrunner.serving.edge import install_edge
 from teamrunner.serving.json_body import parse_json
@@ -220,6 +227,8 @@ def _add_routes(app: FastAPI, settings: Settings, pool: WorkerPool) -> None:
         return PoolHealth(
             sessions=pool.calls,
             speech_models_loaded=sum(w.speech_models_loaded for w in workers),
+            # The workers run in this install, so they serve what the front finds here.
+            providers=Providers.servable(),
             workers=workers,
         )
 

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 from playground.checks import check, file_path, request_path
+from playground.cli import DEMO_TEAM
 from playground.teamfile import load
+
+from runner_process import without_modules
 
 # Line numbers are the file's: line 1 is "name: Front desk".
 TEAM = """
@@ -154,3 +160,23 @@ def test_an_unknown_start_member_is_an_error_not_a_crash(tmp_path: Path) -> None
     assert findings.errors == [
         f"{path}:2: team.start_member_id: is not the id of any member of team.members"
     ]
+
+
+def test_check_says_in_one_line_that_this_install_cannot_serve_a_voice(tmp_path: Path) -> None:
+    # The packaged demo team in an install without Piper (as without the [local] extra).
+    teamrunner = Path(sys.executable).parent / "teamrunner"
+    result = subprocess.run(
+        [str(teamrunner), "check", str(DEMO_TEAM)],
+        env={**os.environ, **without_modules(tmp_path, "piper")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert "Traceback" not in output
+    [error] = [line for line in output.splitlines() if line.startswith("error:")]
+    assert f"{DEMO_TEAM}:" in error
+    assert "team.members[0] (greeter).ai.tts_type: piper is not installed here" in error
+    assert error.endswith("install it with: pip install 'pipecat-team-runner[local]'")

@@ -1,6 +1,6 @@
 """The shared speech models against pipecat's own classes, on real speech.
 
-``teamrunner.speech_models`` and ``teamrunner.providers.local`` build pipecat's
+``teamrunner.speech_models``, ``teamrunner.providers.whisper`` and ``.piper`` build pipecat's
 analyzers and services past their constructors so that one loaded model serves
 every call. These tests keep that honest: each one sets an adapter beside the
 pipecat class it stands in for, built pipecat's own way from the same
@@ -45,12 +45,8 @@ from pipecat.transcriptions.language import Language
 from pydantic import BaseModel
 
 from simulators.speech import speak
-from teamrunner.providers.local import (
-    PIPER_VOICE,
-    SharedPiperTTSService,
-    SharedWhisperSTTService,
-    first_clause,
-)
+from teamrunner.providers.piper import PIPER_VOICE, SharedPiperTTSService, first_clause
+from teamrunner.providers.whisper import SharedWhisperSTTService
 from teamrunner.speech_models import SpeechModels
 
 RATE = 16000

@@ -163,6 +163,21 @@ async def test_dropped_connection_reaches_pipecat_as_an_error(deepgram):
     assert stt.is_usable is True
 
 
+async def test_a_held_handshake_waits_until_released_and_then_connects(deepgram):
+    deepgram.hold_handshakes()
+    stt = DeepgramSTTService(api_key="k", base_url=deepgram.ws_url)
+    starting = asyncio.create_task(Call(stt).__aenter__())
+    await deepgram.wait_until(lambda: deepgram.handshakes_waiting == 1)
+    assert deepgram.connections_opened == 0 and not starting.done()
+
+    deepgram.release_handshakes()
+    call = await asyncio.wait_for(starting, 5)
+    await call.__aexit__(None, None, None)
+
+    assert deepgram.connections_opened == 1
+    assert len(deepgram.handshakes) == 1 and deepgram.handshakes_waiting == 0
+
+
 def test_detector_ends_an_utterance_after_the_silence_window():
     detector = UtteranceDetector(RATE, silence_s=0.3)
     events = []

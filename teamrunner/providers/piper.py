@@ -1,0 +1,82 @@
+"""The embedded default's voice: pipecat's Piper TTS on the process's loaded voice.
+
+pipecat's ``PiperTTSService`` loads its voice when constructed: about half a
+second and a few hundred megabytes per service, and pinned pipecat 1.14.0
+has no argument to hand it a loaded one (its voice is a name looked up in, or
+downloaded to, ``download_dir``). So ``SharedPiperTTSService`` skips
+``PiperTTSService.__init__`` (which loads, and would download a missing voice)
+and sets up what it sets up, on the process's voice
+(``teamrunner.speech_models.SpeechModels``), and a call or a team member
+costs no load. It synthesizes a sentence's first clause on its own
+(``first_clause``): Piper makes a whole sentence before its first audio,
+about 60 ms per second of speech here, and pipecat's voice hands it one
+sentence at a time, so a long first sentence delayed a reply by up to 0.4 s;
+its first clause is ready in a fraction of that, and the rest is made while
+it plays.
+
+Synthesis is pipecat's code. ``tests/providers/test_speech_models.py`` fails
+if pipecat changes under the adapter: the same attributes as pipecat's own
+service, the same PCM, and no voice loaded by the adapter itself. The ears
+beside it are in ``whisper.py``.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from pipecat.services.piper.tts import PiperTTSService
+from pipecat.services.tts_service import TTSService
+
+PIPER_VOICE = "en_US-joe-medium"
+
+# A clause ends at a comma, semicolon or colon followed by a space (not "1,042").
+_CLAUSE_END = re.compile(r"[,;:]\s+(?=\S)")
+
+
+def first_clause(text: str) -> list[str]:
+    """``text`` as its first clause and the rest, or whole when it has one clause."""
+    end = _CLAUSE_END.search(text)
+    if end is None or not text[: end.start()].strip():
+        return [text]
+    return [text[: end.start() + 1], text[end.end() :]]
+
+
+class _SerializedVoice:
+    """A Piper voice that synthesizes one chunk at a time across the process, first clause first."""
+
+    def __init__(self, voice: Any, lock: threading.Lock) -> None:
+        self._voice = voice
+        self._lock = lock
+
+    @property
+    def config(self) -> Any:
+        return self._voice.config
+
+    def synthesize(self, text: str) -> Iterator[Any]:
+        for part in first_clause(text):
+            chunks = self._voice.synthesize(part)
+            while True:
+                with self._lock:
+                    chunk = next(chunks, None)
+                if chunk is None:
+                    break
+                yield chunk
+
+
+class SharedPiperTTSService(PiperTTSService):
+    """pipecat's Piper TTS speaking with the process's loaded voice."""
+
+    def __init__(self, *, voice: Any, lock: threading.Lock, **kwargs: Any) -> None:
+        # PiperTTSService.__init__ would load the voice: make the call it makes to its base.
+        TTSService.__init__(
+            self,
+            push_start_frame=True,
+            push_stop_frames=True,
+            settings=PiperTTSService.Settings(model=None, voice=PIPER_VOICE, language=None),
+            **kwargs,
+        )
+        # pipecat types _voice as a PiperVoice; its run_tts uses only config and synthesize.
+        self._voice = _SerializedVoice(voice, lock)  # type: ignore[assignment]

@@ -1,0 +1,60 @@
+"""The embedded default's ears: pipecat's Whisper STT on the process's loaded model.
+
+pipecat's ``WhisperSTTService`` loads its model when constructed: about half
+a second and a few hundred megabytes per service, and pinned pipecat 1.14.0
+has no argument to hand it a loaded model (its ``model`` is a name or path).
+``SharedWhisperSTTService`` overrides ``WhisperSTTService._load``, the step
+pipecat's constructor calls to load (and pipecat's MLX service overrides the
+same way), taking the process's model
+(``teamrunner.speech_models.SpeechModels``) and keeping pipecat's language
+check, so a call or a team member costs no load.
+
+Transcription is pipecat's code. ``tests/providers/test_speech_models.py``
+fails if pipecat changes under the adapter: the same attributes as pipecat's
+own service, the same transcript, and no model loaded by the adapter itself.
+The voice beside it is in ``piper.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from typing import Any
+
+from pipecat.frames.frames import Frame, TranscriptionFrame
+from pipecat.services.whisper.stt import WhisperSTTService
+from pipecat.transcriptions.language import Language
+
+from teamrunner.turn_stop import NoWordsFrame
+
+
+class SharedWhisperSTTService(WhisperSTTService):
+    """pipecat's Whisper STT on the process's loaded model."""
+
+    def __init__(self, *, model: Any, language: Language | None, **kwargs: Any) -> None:
+        self._shared_model = model
+        super().__init__(
+            device="cpu",
+            settings=WhisperSTTService.Settings(model="tiny.en", language=language or Language.EN),
+            # How long the end-of-turn rule waits after the VAD's stop for a final
+            # transcript. Every stretch gets a transcript or a NoWordsFrame, which
+            # ends the wait at once, so this only bounds a failed transcription:
+            # a stretch takes 0.6-0.8 s on 2 cores, over 2 s when calls share them.
+            ttfs_p99_latency=5.0,
+            **kwargs,
+        )
+
+    async def run_stt(self, audio: bytes) -> AsyncGenerator[Frame, None]:
+        """pipecat's transcription, and a ``NoWordsFrame`` when it found no words."""
+        heard = False
+        async for frame in super().run_stt(audio):
+            heard = heard or isinstance(frame, TranscriptionFrame)
+            yield frame
+        if not heard:
+            yield NoWordsFrame()
+
+    def _load(self) -> None:
+        """Take the shared model instead of loading one, then check the language as pipecat does."""
+        self._model = self._shared_model
+        unsupported = self._unsupported_language()
+        if unsupported:
+            raise ValueError(unsupported)
