@@ -3,7 +3,7 @@
 A single-AI call and a team call have the same shape::
 
     [input socket → STT] → user context → LLM → [TTS → heard words] → output socket
-        → [playout] → [idle] → assistant context
+        → [playout] → [idle] → cut-off calls → assistant context
 
 A single-AI call puts its one LLM, STT and TTS in those slots; a team call
 puts the routers there (``routing/``), each over the members' deduplicated
@@ -13,10 +13,12 @@ audio (``stt_type``) or spoken replies (``tts_type``), and ``heard words``
 (``teamrunner/heard.py``) is in every call that speaks. ``playout`` (when the
 caller hears the bot, ``teamrunner/playout.py``) is only in a call that says
 lines of its own, and ``idle`` (``teamrunner/idle.py``) only in one that asks
-for idle nudges. Lines the runner says itself (greetings, handoff lines,
-nudges, goodbyes) go through ``teamrunner.lines.Lines``, and a call that ends
-itself through ``teamrunner.ending.CallEnding``; a remote policy is asked for
-its first state in ``Call.begin`` (``teamrunner.policy_call.PolicyCall``).
+for idle nudges; ``cut-off calls`` (``teamrunner/cut_off_calls.py``) settles a
+function call the caller cut off before the context had heard of it. Lines
+the runner says itself (greetings, handoff lines, nudges, goodbyes) go
+through ``teamrunner.lines.Lines``, and a call that ends itself through
+``teamrunner.ending.CallEnding``; a remote policy is asked for its first
+state in ``Call.begin`` (``teamrunner.policy_call.PolicyCall``).
 Everything about *what* to build was decided in :mod:`teamrunner.plan`; this
 module only assembles it, and ``teamrunner.session`` runs it.
 """
@@ -52,6 +54,7 @@ from team_flow import TeamFlow
 from teamrunner.activity import ActivityWatch
 from teamrunner.call_observer import CallObserver
 from teamrunner.caller_audio import CallerAudioStop
+from teamrunner.cut_off_calls import CutOffCalls
 from teamrunner.ending import CallEnding
 from teamrunner.fallback import LLMFallback
 from teamrunner.heard import HeardWords
@@ -298,7 +301,7 @@ def _processors(
     processors.append(slots.llm)
     if slots.tts is not None:
         processors += [slots.tts, HeardWords()]
-    processors += [sockets.output.output(), *after_output, aggregators.assistant()]
+    processors += [sockets.output.output(), *after_output, CutOffCalls(), aggregators.assistant()]
     components.insert(0, ("output socket to pipecat-manager", sockets.output.output()))
     return processors
 
