@@ -192,8 +192,9 @@ def build_call(
         turn_params.user_mute_strategies.append(ending.mute)
     aggregators = LLMContextAggregatorPair(context, user_params=turn_params)
     bridge = ToolBridge(plan.id, runtime.manager, slots.lookup_tool, journal)
+    handler = bridge if slots.flow is None else slots.flow.tool_handler(bridge)
     for name in slots.tool_names:
-        slots.llm.register_function(name, bridge, cancel_on_interruption=True)
+        slots.llm.register_function(name, handler, cancel_on_interruption=True)
 
     voice = _voice_watch(runtime, journal, sockets) if plan.speaks else None
     activity = ActivityWatch(runtime.settings.session_idle_secs)

@@ -35,11 +35,19 @@ line, and pipecat-manager is told under the policy tool's name).
 ``TeamFlow.active`` is the one place that says which member has the call.
 
 Function kinds and interruption: tools and transitions are both synchronous
-(``cancel_on_interruption=True``). A transition finishes in microseconds, and
-a Go tool behaves as in a single-AI call: the LLM waits for its result, and a
-caller who talks over it takes the floor. Asynchronous functions would also
-add pipecat's "ASYNC TOOLS" block to every member's system prompt, which
-nothing here needs.
+(``cancel_on_interruption=True``). A Go tool behaves as in a single-AI call:
+the LLM waits for its result, and a caller who talks over it takes the floor.
+A transition waits only for the Go tools called in the same response
+(``teamrunner.tool_batch``), then finishes in microseconds. Asynchronous
+functions would also add pipecat's "ASYNC TOOLS" block to every member's
+system prompt, which nothing here needs.
+
+Between the switch and pipecat.flows entering the next node (the transition's
+result has to reach the end of the pipeline first, and a summary be written),
+the next member's LLM has the call without its prompt and tools: the LLM
+router holds its runs until the node's post-action says they are on their
+way (``RoutingLLMService.hold_until_ready``), so the next member answers once,
+under its own prompt, whatever the caller said meanwhile.
 """
 
 from __future__ import annotations
@@ -77,11 +85,14 @@ from teamrunner.lines import Lines
 from teamrunner.manager.client import ManagerClient
 from teamrunner.plan import CallPlan, MemberPlan, ToolPlan, TransitionPlan, placeholders
 from teamrunner.policy_call import PolicyCall
+from teamrunner.tool_batch import Handler, ToolBatch
 from teamrunner.tracing import handoff_span
 from teamrunner.turns import vad_params
 
 # The flows pre-action that puts a summary in place of the conversation.
 SUMMARIZE_ACTION = "summarize_context"
+# The flows post-action that lets the next member's LLM run (``RoutingLLMService``).
+MEMBER_READY_ACTION = "member_ready"
 
 
 class TeamFlow:
@@ -122,6 +133,11 @@ class TeamFlow:
         self._worker: PipelineWorker | None = None
         self._flow_manager: FlowManager | None = None
         self._notifications: set[asyncio.Task[bool]] = set()
+        self._batch = ToolBatch(
+            {t.name for m in plan.members.values() for t in m.transitions}, self.tool_names()
+        )
+        for llm in routers.llm.llms:
+            llm.add_event_handler("on_function_calls_started", self._batch.started)
         self.nodes: dict[str, NodeConfig] = {
             member.id: self._node(member) for member in plan.members.values()
         }
@@ -137,11 +153,16 @@ class TeamFlow:
         """Every tool name any member has: each is registered once on the LLM router."""
         return {t.name for m in self._plan.members.values() for t in m.tools}
 
+    def tool_handler(self, handler: Handler) -> Handler:
+        """``handler`` (the Go tools'), run so a transition in the same batch waits for it."""
+        return self._batch.tool(handler)
+
     def flow_manager(self, worker: PipelineWorker, context_aggregator: Any) -> FlowManager:
         manager = FlowManager(
             llm=self._routers.llm, context_aggregator=context_aggregator, worker=worker
         )
         manager.register_action(SUMMARIZE_ACTION, self._summarize)
+        manager.register_action(MEMBER_READY_ACTION, self._member_ready)
         self._flow_manager = manager
         return manager
 
@@ -268,16 +289,25 @@ class TeamFlow:
         Returns:
             The result for the LLM, and the next member's node (None to stay).
         """
+        # The Go tools called with it go first (``teamrunner.tool_batch``).
+        await self._batch.tools_returned()
         previous = self.active
         target = self._plan.members[transition.next_member_id]
         with handoff_span(self._plan.id, transition.wire_name, previous.id, target.id) as span:
+            holding = False
             try:
                 self._check_routers(target.id)
                 if transition.handoff_message:
                     # Ahead of the switch, so it is said in the current member's voice.
                     await self._lines.say(transition.handoff_message, remember=False)
+                # Until the next member's node is entered, its LLM has the call
+                # but not yet its prompt and tools: it runs once they are there.
+                self._routers.llm.hold_until_ready()
+                holding = True
                 await self._switch_routers(target.id)
             except MemberSwitchError as e:
+                if holding:
+                    await self._routers.llm.member_ready()
                 logger.warning(f"{transition.name}: staying with {previous.label}: {e}")
                 span.set_attribute("handoff.refused", str(e))
                 return {
@@ -312,8 +342,13 @@ class TeamFlow:
             await router.set_active_member(to_id)
 
     def _arrival(self, target: MemberPlan, transition: TransitionPlan) -> NodeConfig:
-        """``target``'s node as this transition enters it, with its ``context`` mode."""
-        node = self.node(target)
+        """``target``'s node as this transition enters it, with its ``context`` mode.
+
+        Its post-action lets the member's LLM run once its prompt and tools are
+        on their way (``RoutingLLMService.member_ready``).
+        """
+        ready = cast(ActionConfig, {"type": MEMBER_READY_ACTION})
+        node = NodeConfig(**{**self.node(target), "post_actions": [ready]})  # type: ignore[typeddict-item]
         if transition.context is ContextMode.RESET:
             assert self._flow_manager is not None, "the flow has not been started"
             turn = caller_last_turn(self._flow_manager.get_current_context())
@@ -352,6 +387,10 @@ class TeamFlow:
         frame = LLMMessagesUpdateFrame(messages=[cast(Any, message)])
         frame.interruptible = False
         await self._queue(frame)
+
+    async def _member_ready(self, action: dict[str, Any], flow_manager: FlowManager) -> None:
+        """The post-action of every handoff: flows has queued the node's prompt, tools and run."""
+        await self._routers.llm.member_ready()
 
     async def _apply_turn_settings(self, previous: MemberPlan, target: MemberPlan) -> None:
         """Give the VAD the next member's parameters when they differ from the current ones."""

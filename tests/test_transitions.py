@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 import httpx
+import pytest
 
 from playground.server import RunnerServer
 from simulators.manager import Caller, CallRecord, ToolResult
@@ -23,7 +24,7 @@ from simulators.openai import ChatRequest, Reply
 from simulators.tts import PROVIDER_PACING
 
 from conftest import Cloud
-from scenarios import BILLING, TEAM_CALL_ID, caller_says, team_request
+from scenarios import BILLING, GREETER, TEAM_CALL_ID, caller_says, team_request
 
 BILLING_PROMPT = "You handle billing for Acme."
 GREETER_PROMPT = "You greet callers for Acme."
@@ -107,6 +108,44 @@ async def start_voice_call(
     return call
 
 
+# --- 1. A transfer the caller talks over -----------------------------------------------
+
+
+async def test_a_caller_who_talks_over_a_transfer_is_answered_by_the_next_member(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    # The greeter's words before the transfer stream like a real provider's, so the
+    # transfer is still on its way behind them when the caller talks over them.
+    cloud.cartesia.pacing = PROVIDER_PACING
+    cloud.openai.push(
+        Reply.say("Welcome to Acme."), Reply.say(LONG_LINE).and_call("transfer_to_billing")
+    )
+    cloud.grok.push(Reply.say("Billing here, invoice 42 is paid."), Reply.say("Goodbye then."))
+    call = await start_voice_call(cloud, runner, http, team_request())
+    await caller_says(cloud, "Send my invoice to billing, please.")
+    await call.wait_member_switches(1, timeout=15)
+
+    await caller_says(cloud, "Wait, is invoice 42 paid?")
+
+    await call.wait(
+        lambda c: "Billing here, invoice 42 is paid." in c.bot_llm_text(), 20, "billing's answer"
+    )
+    await caller_says(cloud, "Thanks, bye.")
+    await call.wait(lambda c: "Goodbye then." in c.bot_llm_text(), 20, "billing's next answer")
+    assert len(call.member_switches) == 1
+    assert len(cloud.openai.requests) == 2
+    answer, goodbye = cloud.grok.requests
+    assert answer.system_prompt == goodbye.system_prompt == BILLING_PROMPT
+    assert user_turns(answer)[-1] == "Wait, is invoice 42 paid?"
+    assert user_turns(goodbye)[-1] == "Thanks, bye."
+    assert results(answer)["transfer_to_billing"] == {"status": "transferred", "to": "Billing"}
+    assert cloud.elevenlabs.texts_for_voice("voice-billing") == [
+        "Billing here, invoice 42 is paid.",
+        "Goodbye then.",
+    ]
+    assert_every_request_was_served(cloud)
+
+
 # --- 2. A tool call cut off by the caller ----------------------------------------------
 
 
@@ -167,4 +206,100 @@ async def test_a_go_tool_cut_off_while_its_words_are_spoken_does_not_block_a_lat
     [arrival] = cloud.grok.requests
     assert arrival.system_prompt == BILLING_PROMPT
     assert results(arrival)["send_email"] == "CANCELLED"
+    assert_every_request_was_served(cloud)
+
+
+# --- 3. A transfer in one batch with a Go tool -----------------------------------------
+
+
+@pytest.mark.parametrize("go_tool_first", [True, False], ids=["tool-first", "transfer-first"])
+@pytest.mark.parametrize("run_llm", [True, False], ids=["tool-runs-llm", "tool-quiet"])
+async def test_a_transfer_batched_with_a_go_tool_runs_both_once_and_hands_over_once(
+    cloud: Cloud,
+    runner: RunnerServer,
+    http: httpx.AsyncClient,
+    go_tool_first: bool,
+    run_llm: bool,
+) -> None:
+    body = text_team()
+    body["resolved_team"]["members"][0]["tools"][0]["run_llm"] = run_llm
+    batch = [("send_email", EMAIL), ("transfer_to_billing", {})]
+    if not go_tool_first:
+        batch.reverse()
+    (first, first_args), (second, second_args) = batch
+    cloud.openai.push(
+        Reply.say("Welcome to Acme."), Reply.call(first, first_args).and_call(second, second_args)
+    )
+    cloud.grok.push(
+        Reply.say("Billing here, the invoice is on its way."), Reply.say("You are welcome.")
+    )
+    # Go takes a moment over the email: the transfer is done long before it.
+    call = await start_text_call(
+        cloud, runner, http, body, tools={"send_email": ToolResult.ok({"sent": True}, delay=0.5)}
+    )
+
+    await types(cloud, "Email me my invoice and put me through to billing.")
+
+    await call.wait(lambda c: len(c.bot_llm_text()) >= 2, 15, "billing's answer")
+    await types(cloud, "Thank you.")
+    await call.wait(lambda c: len(c.bot_llm_text()) >= 3, 15, "billing's second answer")
+    assert call.bot_llm_text() == [
+        "Welcome to Acme.",
+        "Billing here, the invoice is on its way.",
+        "You are welcome.",
+    ]
+    [switch] = call.member_switches
+    assert (switch.from_member["id"], switch.to_member["id"]) == (GREETER, BILLING)
+    [email] = call.tool_calls
+    assert (email.name, email.arguments) == ("send_email", EMAIL)
+    # The greeter's LLM was asked nothing after the batch; billing once for the handoff.
+    assert len(cloud.openai.requests) == 2
+    arrival, answer = cloud.grok.requests
+    assert arrival.system_prompt == BILLING_PROMPT
+    assert sorted(arrival.tool_names) == ["get_invoice", "transfer_to_greeter"]
+    assert results(arrival) == {
+        "send_email": {"status": "ok", "data": {"sent": True}},
+        "transfer_to_billing": {"status": "transferred", "to": "Billing"},
+    }
+    assert user_turns(answer)[-1] == "Thank you."
+    assert_every_request_was_served(cloud)
+
+
+# --- 4. The next member answers once ---------------------------------------------------
+
+
+async def test_the_next_member_is_asked_once_per_handoff_and_its_answer_is_said_once(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    body = team_request()
+    body["resolved_team"]["members"][0]["transitions"][0]["handoff_message"] = "One moment."
+    cloud.openai.push(
+        Reply.say("Welcome to Acme."), Reply.say("Sure.").and_call("transfer_to_billing")
+    )
+    cloud.grok.push(Reply.say("Billing here, how can I help?"), Reply.say("You are welcome."))
+    call = await start_voice_call(cloud, runner, http, body)
+    await caller_says(cloud, "Billing, please.")
+
+    await call.wait(
+        lambda c: "Billing here, how can I help?" in c.bot_transcripts(), 20, "billing's answer"
+    )
+    await caller_says(cloud, "Thanks.")
+    await call.wait(lambda c: "You are welcome." in c.bot_transcripts(), 20, "the next answer")
+
+    arrival, thanks = cloud.grok.requests
+    assert arrival.system_prompt == BILLING_PROMPT
+    assert user_turns(arrival)[-1] == "Billing, please."
+    assert user_turns(thanks)[-1] == "Thanks."
+    assert cloud.elevenlabs.texts_for_voice("voice-billing") == [
+        "Billing here, how can I help?",
+        "You are welcome.",
+    ]
+    assert call.bot_llm_text() == [
+        "Welcome to Acme.",
+        "Sure.",
+        "One moment.",
+        "Billing here, how can I help?",
+        "You are welcome.",
+    ]
+    assert call.bot_transcripts().count("Billing here, how can I help?") == 1
     assert_every_request_was_served(cloud)
