@@ -15,10 +15,11 @@ What a transition adds (``TransitionPlan``):
   has been said (``routing/tts.py``).
 * ``context``: what the next member's LLM sees (``carryover.py``). ``append``
   keeps the conversation whole (pipecat.flows' APPEND strategy, the
-  default); ``reset`` uses flows' RESET strategy with the caller's last turn
-  as the node's one message; ``summary`` runs a flows pre-action that
-  replaces the conversation with a short summary before the node's LLM runs,
-  or leaves it whole, and says why in the log, if none comes in time.
+  default); ``reset`` and ``summary`` run a flows pre-action that replaces
+  the conversation, as it stands when the node is entered, with the caller's
+  last turn, or with a short summary (or leaves it whole, and says why in
+  the log, if none comes in time), before the node's LLM runs. What the
+  caller says while the summary is written is kept after it.
 
 The start member's ``greeting`` is said before its node is entered, and the
 node waits for the caller instead of running its LLM (flows'
@@ -58,8 +59,6 @@ from typing import Any, cast
 from loguru import logger
 from pipecat.flows import (
     ActionConfig,
-    ContextStrategy,
-    ContextStrategyConfig,
     FlowArgs,
     FlowManager,
     FlowsDirectFunction,
@@ -68,7 +67,7 @@ from pipecat.flows import (
 )
 from pipecat.frames.frames import (
     Frame,
-    LLMMessagesUpdateFrame,
+    LLMMessagesTransformFrame,
     LLMUpdateSettingsFrame,
     VADParamsUpdateFrame,
 )
@@ -76,7 +75,7 @@ from pipecat.pipeline.worker import PipelineWorker
 from pipecat.services.settings import LLMSettings
 
 from routing.services import Routers
-from teamrunner.carryover import SummaryError, caller_last_turn, summary_message
+from teamrunner.carryover import SummaryError, caller_last_turn, replacing, summary_message
 from teamrunner.contract import ContextMode
 from teamrunner.ending import CallEnding
 from teamrunner.errors import MemberSwitchError
@@ -89,7 +88,9 @@ from teamrunner.tool_batch import Handler, ToolBatch
 from teamrunner.tracing import handoff_span
 from teamrunner.turns import vad_params
 
-# The flows pre-action that puts a summary in place of the conversation.
+# The flows pre-actions that put the caller's last turn, or a summary, in place
+# of the conversation.
+RESET_ACTION = "reset_context"
 SUMMARIZE_ACTION = "summarize_context"
 # The flows post-action that lets the next member's LLM run (``RoutingLLMService``).
 MEMBER_READY_ACTION = "member_ready"
@@ -161,6 +162,7 @@ class TeamFlow:
         manager = FlowManager(
             llm=self._routers.llm, context_aggregator=context_aggregator, worker=worker
         )
+        manager.register_action(RESET_ACTION, self._reset)
         manager.register_action(SUMMARIZE_ACTION, self._summarize)
         manager.register_action(MEMBER_READY_ACTION, self._member_ready)
         self._flow_manager = manager
@@ -350,21 +352,21 @@ class TeamFlow:
         ready = cast(ActionConfig, {"type": MEMBER_READY_ACTION})
         node = NodeConfig(**{**self.node(target), "post_actions": [ready]})  # type: ignore[typeddict-item]
         if transition.context is ContextMode.RESET:
-            assert self._flow_manager is not None, "the flow has not been started"
-            turn = caller_last_turn(self._flow_manager.get_current_context())
-            for message in turn:  # flows renders placeholders in task messages
-                message["content"] = placeholders.escape_for_flows(str(message["content"]))
-            return NodeConfig(
-                **{
-                    **node,
-                    "task_messages": turn,
-                    "context_strategy": ContextStrategyConfig(strategy=ContextStrategy.RESET),
-                }  # type: ignore[typeddict-item]
-            )
+            action = cast(ActionConfig, {"type": RESET_ACTION})
+            return NodeConfig(**{**node, "pre_actions": [action]})  # type: ignore[typeddict-item]
         if transition.context is ContextMode.SUMMARY:
             action = cast(ActionConfig, {"type": SUMMARIZE_ACTION, "member": target.id})
             return NodeConfig(**{**node, "pre_actions": [action]})  # type: ignore[typeddict-item]
         return node
+
+    async def _reset(self, action: dict[str, Any], flow_manager: FlowManager) -> None:
+        """The pre-action of a ``reset`` handoff: the caller's last turn for the conversation.
+
+        Read as the node is entered, so a turn the caller said during the
+        handoff is the one kept.
+        """
+        seen = list(flow_manager.get_current_context())
+        await self._replace_conversation(caller_last_turn(seen), seen)
 
     async def _summarize(self, action: dict[str, Any], flow_manager: FlowManager) -> None:
         """The pre-action of a ``summary`` handoff: a summary in place of the conversation.
@@ -375,16 +377,21 @@ class TeamFlow:
         member = self._plan.members[action["member"]]
         llm = self._routers.llm.service_for(member.id)
         assert llm is not None, "every member has an LLM"
+        seen = list(flow_manager.get_current_context())
         try:
-            message = await summary_message(
-                llm, flow_manager.get_current_context(), self._summary_timeout
-            )
+            message = await summary_message(llm, seen, self._summary_timeout)
         except SummaryError as e:
             logger.warning(
                 f"no summary for {member.label} ({e}); it gets the whole conversation instead"
             )
             return
-        frame = LLMMessagesUpdateFrame(messages=[cast(Any, message)])
+        await self._replace_conversation([message], seen)
+
+    async def _replace_conversation(
+        self, replacement: list[dict[str, Any]], seen: list[Any]
+    ) -> None:
+        """Put ``replacement`` in place of the messages ``seen``, keeping any said since."""
+        frame = LLMMessagesTransformFrame(transform=replacing(replacement, seen))
         frame.interruptible = False
         await self._queue(frame)
 

@@ -303,3 +303,66 @@ async def test_the_next_member_is_asked_once_per_handoff_and_its_answer_is_said_
     ]
     assert call.bot_transcripts().count("Billing here, how can I help?") == 1
     assert_every_request_was_served(cloud)
+
+
+# --- 5. A caller turn that crosses a handoff -------------------------------------------
+
+
+async def test_a_caller_turn_said_while_a_summary_is_written_reaches_the_next_member(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    body = text_team()
+    body["resolved_team"]["members"][0]["transitions"][0]["context"] = "summary"
+    cloud.openai.push(Reply.say("Welcome to Acme."), Reply.call("transfer_to_billing"))
+    # Billing's LLM takes a while over the summary; the caller types meanwhile.
+    cloud.grok.push(
+        Reply.say("The caller has a billing question.").after_hanging(1.5),
+        Reply.say("Billing here, I see invoice 42."),
+    )
+    call = await start_text_call(cloud, runner, http, body)
+    await types(cloud, "I have a billing question.")
+    await cloud.grok.wait_for_requests(1, timeout=15)
+
+    await types(cloud, "It is about invoice 42.")
+
+    await call.wait(lambda c: len(c.bot_llm_text()) >= 2, 15, "billing's answer")
+    summarizing, arrival = await cloud.grok.wait_for_requests(2, timeout=5)
+    assert summarizing.stream is False
+    assert arrival.system_prompt == BILLING_PROMPT
+    assert user_turns(arrival) == [
+        "Conversation summary: The caller has a billing question.",
+        "It is about invoice 42.",
+    ]
+    assert call.bot_llm_text() == ["Welcome to Acme.", "Billing here, I see invoice 42."]
+    await types(cloud, "Thanks.")
+    await call.wait(lambda c: len(c.bot_llm_text()) >= 3, 15, "billing's next answer")
+    assert len(cloud.grok.requests) == 3
+    assert_every_request_was_served(cloud)
+
+
+async def test_a_line_typed_while_a_reset_handoff_is_on_its_way_is_the_turn_it_keeps(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    body = team_request()
+    body["resolved_team"]["members"][0]["transitions"][0]["context"] = "reset"
+    # The transfer's result travels behind the greeter's words, which stream like a
+    # real provider's: billing's node is entered only once they have been made.
+    cloud.cartesia.pacing = PROVIDER_PACING
+    cloud.openai.push(
+        Reply.say("Welcome to Acme."), Reply.say(LONG_LINE).and_call("transfer_to_billing")
+    )
+    cloud.grok.push(Reply.say("Billing here, I see invoice 42."))
+    call = await start_voice_call(cloud, runner, http, body)
+    await caller_says(cloud, "I have a billing question.")
+    await call.wait_member_switches(1, timeout=15)
+
+    # Typed meanwhile, not to be answered at once (as Go's send-text can ask).
+    await cloud.manager.send_text(TEAM_CALL_ID, "It is about invoice 42.", run_immediately=False)
+
+    await call.wait(
+        lambda c: "Billing here, I see invoice 42." in c.bot_llm_text(), 20, "billing's answer"
+    )
+    [arrival] = cloud.grok.requests
+    assert arrival.system_prompt == BILLING_PROMPT
+    assert arrival.messages[1:] == [{"role": "user", "content": "It is about invoice 42."}]
+    assert_every_request_was_served(cloud)
