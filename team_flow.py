@@ -291,13 +291,13 @@ class TeamFlow:
         Returns:
             The result for the LLM, and the next member's node (None to stay).
         """
-        # The Go tools called with it go first (``teamrunner.tool_batch``).
-        await self._batch.tools_returned()
         previous = self.active
         target = self._plan.members[transition.next_member_id]
         with handoff_span(self._plan.id, transition.wire_name, previous.id, target.id) as span:
             holding = False
             try:
+                # The Go tools called with it go first (``teamrunner.tool_batch``).
+                await self._batch.tools_returned()
                 self._check_routers(target.id)
                 if transition.handoff_message:
                     # Ahead of the switch, so it is said in the current member's voice.

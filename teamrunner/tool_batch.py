@@ -15,7 +15,7 @@ member's first run, or the current member's if the transition is refused,
 reads them). Their results reach the context first, so the transition's
 result is the last of the batch, and pipecat.flows enters the next node on
 it. A caller who talks over the batch cancels all of it, the transition
-still waiting, so nothing was handed over.
+still waiting, so nothing is handed over.
 
 This module holds no transition and no tool: ``team_flow`` waits, and the Go
 tools' handler (``teamrunner.manager.tools.ToolBridge``) is wrapped.
@@ -31,7 +31,12 @@ from typing import Any
 from pipecat.frames.frames import FunctionCallFromLLM, FunctionCallResultProperties
 from pipecat.services.llm_service import FunctionCallParams, FunctionCallResultCallback
 
+from teamrunner.errors import MemberSwitchError
+
 Handler = Callable[[FunctionCallParams], Awaitable[None]]
+
+# How long a transition whose batch was cut off waits to be cancelled with it.
+CUT_OFF_GRACE_SECS = 5.0
 
 
 class ToolBatch:
@@ -42,55 +47,83 @@ class ToolBatch:
         tools: The function names of Go tools (run by the wrapped handler).
     """
 
-    def __init__(self, transitions: Collection[str], tools: Collection[str]) -> None:
+    def __init__(
+        self,
+        transitions: Collection[str],
+        tools: Collection[str],
+        *,
+        cut_off_grace_secs: float = CUT_OFF_GRACE_SECS,
+    ) -> None:
         self._transitions = frozenset(transitions)
         self._tools = frozenset(tools)
+        self._cut_off_grace = cut_off_grace_secs
         self._hands_over = False
         self._returned: dict[str, asyncio.Event] = {}
+        self._cancelled: set[str] = set()
 
     def started(self, _llm: object, calls: Sequence[FunctionCallFromLLM]) -> None:
         """A new response's calls are about to run (pipecat's ``on_function_calls_started``).
 
-        pipecat calls it before it starts any of them, so every Go tool of the
-        batch is known before a transition of it can wait.
+        pipecat fires it before it starts any of the calls, and asyncio runs
+        its handler first, so every Go tool of the batch is known before a
+        transition of the batch can wait for it.
         """
         self._hands_over = any(c.function_name in self._transitions for c in calls)
+        self._cancelled = set()
         self._returned = {
-            c.tool_call_id: asyncio.Event() for c in calls if c.function_name in self._tools
+            c.tool_call_id: self._returned.get(c.tool_call_id) or asyncio.Event()
+            for c in calls
+            if c.function_name in self._tools
         }
 
     def tool(self, handler: Handler) -> Handler:
         """``handler``, run as a member of its batch: a Go tool's handler."""
 
         async def run(params: FunctionCallParams) -> None:
-            returned = self._returned.get(params.tool_call_id)
-            if self._hands_over:
-                params = replace(params, result_callback=_without_a_run(params.result_callback))
+            returned = self._returned.setdefault(params.tool_call_id, asyncio.Event())
+            params = replace(params, result_callback=self._delivering(params.result_callback))
             try:
                 await handler(params)
+            except asyncio.CancelledError:
+                self._cancelled.add(params.tool_call_id)
+                raise
             finally:
-                if returned is not None:
-                    returned.set()
+                returned.set()
 
         return run
 
     async def tools_returned(self) -> None:
-        """Wait until every Go tool of the latest batch has returned its result."""
+        """Wait until every Go tool of the latest batch has returned its result.
+
+        A caller who talks over the batch has pipecat cancel its calls one at a
+        time, the waiting transition among them. One woken by a tool cancelled
+        before it waits for its own cancellation, rather than hand the call
+        over in between.
+
+        Raises:
+            MemberSwitchError: a tool of the batch was cancelled and, after
+                ``cut_off_grace_secs``, the transition still was not.
+        """
         for returned in list(self._returned.values()):
             await returned.wait()
+        if self._cancelled.intersection(self._returned):
+            await asyncio.sleep(self._cut_off_grace)
+            raise MemberSwitchError("the response it was called in was cut off")
 
+    def _delivering(
+        self, result_callback: FunctionCallResultCallback
+    ) -> FunctionCallResultCallback:
+        """``result_callback``, asking for no LLM run when the batch hands the call over."""
 
-def _without_a_run(result_callback: FunctionCallResultCallback) -> FunctionCallResultCallback:
-    """``result_callback``, asking for no LLM run after the result."""
+        async def deliver(
+            result: Any, *, properties: FunctionCallResultProperties | None = None
+        ) -> None:
+            if self._hands_over:
+                properties = (
+                    replace(properties, run_llm=False)
+                    if properties is not None
+                    else FunctionCallResultProperties(run_llm=False)
+                )
+            await result_callback(result, properties=properties)
 
-    async def deliver(
-        result: Any, *, properties: FunctionCallResultProperties | None = None
-    ) -> None:
-        quiet = (
-            replace(properties, run_llm=False)
-            if properties is not None
-            else FunctionCallResultProperties(run_llm=False)
-        )
-        await result_callback(result, properties=quiet)
-
-    return deliver
+        return deliver

@@ -146,6 +146,42 @@ async def test_a_caller_who_talks_over_a_transfer_is_answered_by_the_next_member
     assert_every_request_was_served(cloud)
 
 
+async def test_a_caller_who_talks_over_a_transfer_still_waiting_for_its_tool_keeps_the_greeter(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    cloud.cartesia.pacing = PROVIDER_PACING
+    cloud.openai.push(
+        Reply.say("Welcome to Acme."),
+        Reply.say(LONG_LINE).and_call("send_email", EMAIL).and_call("transfer_to_billing"),
+        Reply.say("Sure, what else?"),
+        Reply.call("transfer_to_billing"),
+    )
+    cloud.grok.push(Reply.say("Billing here."))
+    # Go is slow with the email, so the transfer is still waiting when the caller talks.
+    call = await start_voice_call(
+        cloud, runner, http, team_request(), tools={"send_email": ToolResult.ok(delay=30)}
+    )
+    await caller_says(cloud, "Email me my invoice and get me billing.")
+    await call.wait_tool_calls(1, timeout=15)
+
+    await caller_says(cloud, "Hold on, one more thing first.")
+
+    await call.wait(lambda c: "Sure, what else?" in c.bot_llm_text(), 20, "the greeter's answer")
+    assert call.member_switches == []
+    answer = cloud.openai.requests[2]
+    assert answer.system_prompt == GREETER_PROMPT
+    assert user_turns(answer)[-1] == "Hold on, one more thing first."
+    assert results(answer) == {"send_email": "CANCELLED", "transfer_to_billing": "CANCELLED"}
+    # The greeter still hands over later, once.
+    await caller_says(cloud, "Now billing, please.")
+    await call.wait(lambda c: "Billing here." in c.bot_llm_text(), 20, "billing's answer")
+    [switch] = call.member_switches
+    assert switch.to_member["id"] == BILLING
+    [arrival] = cloud.grok.requests
+    assert arrival.system_prompt == BILLING_PROMPT
+    assert_every_request_was_served(cloud)
+
+
 # --- 2. A tool call cut off by the caller ----------------------------------------------
 
 
