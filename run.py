@@ -13,10 +13,11 @@ audio (``stt_type``) or spoken replies (``tts_type``), and ``heard words``
 (``teamrunner/heard.py``) is in every call that speaks. ``playout`` (when the
 caller hears the bot, ``teamrunner/playout.py``) is only in a call that says
 lines of its own, and ``idle`` (``teamrunner/idle.py``) only in one that asks
-for idle nudges; ``cut-off calls`` (``teamrunner/cut_off_calls.py``) settles a
-function call the caller cut off before the context had heard of it. Lines
-the runner says itself (greetings, handoff lines, nudges, goodbyes) go
-through ``teamrunner.lines.Lines``, and a call that ends itself through
+for idle nudges; ``cut-off calls`` (``teamrunner/cut_off_calls.py``), in a
+call whose model is offered functions, settles a function call the caller
+cut off before the context had heard of it. Lines the runner says itself
+(greetings, handoff lines, nudges, goodbyes) go through
+``teamrunner.lines.Lines``, and a call that ends itself through
 ``teamrunner.ending.CallEnding``; a remote policy is asked for its first
 state in ``Call.begin`` (``teamrunner.policy_call.PolicyCall``).
 Everything about *what* to build was decided in :mod:`teamrunner.plan`; this
@@ -263,6 +264,12 @@ def _says_lines(plan: CallPlan) -> bool:
     )
 
 
+def _calls_functions(plan: CallPlan) -> bool:
+    """Whether the model is offered any function (a Go tool, a transition, end_call, a policy's)."""
+    members = plan.members.values()
+    return plan.is_team or plan.policy is not None or any(m.tools or m.end_call for m in members)
+
+
 def _can_end_itself(plan: CallPlan) -> bool:
     members = plan.members.values()
     return plan.idle is not None or plan.policy is not None or any(m.end_call for m in members)
@@ -302,7 +309,10 @@ def _processors(
     processors.append(slots.llm)
     if slots.tts is not None:
         processors += [slots.tts, HeardWords()]
-    processors += [sockets.output.output(), *after_output, CutOffCalls(), aggregators.assistant()]
+    processors += [sockets.output.output(), *after_output]
+    if _calls_functions(plan):
+        processors.append(CutOffCalls())
+    processors.append(aggregators.assistant())
     components.insert(0, ("output socket to pipecat-manager", sockets.output.output()))
     return processors
 
