@@ -7,7 +7,9 @@ tool, the next member answering twice, and a caller turn said while the call
 changes hands. After each, the test reads what the parties saw: the member
 switches and tool calls Go was sent, the bot's words, and every request the
 members' LLMs received, which the OpenAI simulator refuses as OpenAI would
-when a tool call in them has no result.
+when a tool call in them has no result. Text calls (the caller types, RTVI
+``send-text``) stand in wherever the failure needs no audio; where it needs
+the caller to talk over words still being made, the voice is slowed down.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import pytest
 from playground.server import RunnerServer
 from simulators.manager import Caller, CallRecord, ToolResult
 from simulators.openai import ChatRequest, Reply
-from simulators.tts import PROVIDER_PACING
+from simulators.tts import Pacing
 
 from conftest import Cloud
 from scenarios import BILLING, GREETER, TEAM_CALL_ID, caller_says, team_request
@@ -95,6 +97,10 @@ LONG_LINE = (
     "message goes out let me tell you a little about how our billing cycle works, so that "
     "the next invoice does not come as a surprise to you at the end of the month."
 )
+# A voice that makes its audio at half real time: a function call in the same reply as
+# LONG_LINE is still on its way behind it, through the voice, for about 4.5 s, which a
+# caller who talks, or types, right after the reply began falls well within.
+SLOW_VOICE = Pacing(speed=0.5)
 
 
 async def start_voice_call(
@@ -114,9 +120,8 @@ async def start_voice_call(
 async def test_a_caller_who_talks_over_a_transfer_is_answered_by_the_next_member(
     cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
 ) -> None:
-    # The greeter's words before the transfer stream like a real provider's, so the
-    # transfer is still on its way behind them when the caller talks over them.
-    cloud.cartesia.pacing = PROVIDER_PACING
+    # The transfer is still on its way behind the greeter's words when the caller talks.
+    cloud.cartesia.pacing = SLOW_VOICE
     cloud.openai.push(
         Reply.say("Welcome to Acme."), Reply.say(LONG_LINE).and_call("transfer_to_billing")
     )
@@ -149,7 +154,7 @@ async def test_a_caller_who_talks_over_a_transfer_is_answered_by_the_next_member
 async def test_a_caller_who_talks_over_a_transfer_still_waiting_for_its_tool_keeps_the_greeter(
     cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
 ) -> None:
-    cloud.cartesia.pacing = PROVIDER_PACING
+    cloud.cartesia.pacing = SLOW_VOICE
     cloud.openai.push(
         Reply.say("Welcome to Acme."),
         Reply.say(LONG_LINE).and_call("send_email", EMAIL).and_call("transfer_to_billing"),
@@ -219,9 +224,9 @@ async def test_a_go_tool_cut_off_by_the_caller_leaves_no_open_call_and_a_later_t
 async def test_a_go_tool_cut_off_while_its_words_are_spoken_does_not_block_a_later_transfer(
     cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
 ) -> None:
-    # The greeter's voice streams like a real provider's, so the call's start is
-    # still on its way behind the words when the caller talks over them.
-    cloud.cartesia.pacing = PROVIDER_PACING
+    # The call's start is still on its way behind the words when the caller talks over
+    # them, so the cancel overtakes it.
+    cloud.cartesia.pacing = SLOW_VOICE
     cloud.openai.push(
         Reply.say("Welcome to Acme."),
         Reply.say(LONG_LINE).and_call("send_email", EMAIL),
@@ -269,7 +274,7 @@ async def test_a_transfer_batched_with_a_go_tool_runs_both_once_and_hands_over_o
     cloud.grok.push(
         Reply.say("Billing here, the invoice is on its way."), Reply.say("You are welcome.")
     )
-    # Go takes a moment over the email: the transfer is done long before it.
+    # Go takes a moment over the email, far longer than the transfer takes.
     call = await start_text_call(
         cloud, runner, http, body, tools={"send_email": ToolResult.ok({"sent": True}, delay=0.5)}
     )
@@ -352,7 +357,7 @@ async def test_a_caller_turn_said_while_a_summary_is_written_reaches_the_next_me
     cloud.openai.push(Reply.say("Welcome to Acme."), Reply.call("transfer_to_billing"))
     # Billing's LLM takes a while over the summary; the caller types meanwhile.
     cloud.grok.push(
-        Reply.say("The caller has a billing question.").after_hanging(1.5),
+        Reply.say("The caller has a billing question.").after_hanging(2.0),
         Reply.say("Billing here, I see invoice 42."),
     )
     call = await start_text_call(cloud, runner, http, body)
@@ -381,9 +386,9 @@ async def test_a_line_typed_while_a_reset_handoff_is_on_its_way_is_the_turn_it_k
 ) -> None:
     body = team_request()
     body["resolved_team"]["members"][0]["transitions"][0]["context"] = "reset"
-    # The transfer's result travels behind the greeter's words, which stream like a
-    # real provider's: billing's node is entered only once they have been made.
-    cloud.cartesia.pacing = PROVIDER_PACING
+    # The transfer's result travels behind the greeter's words: billing's node is
+    # entered only once they have been made.
+    cloud.cartesia.pacing = SLOW_VOICE
     cloud.openai.push(
         Reply.say("Welcome to Acme."), Reply.say(LONG_LINE).and_call("transfer_to_billing")
     )
