@@ -3,7 +3,7 @@
 A single-AI call and a team call have the same shape::
 
     [input socket → STT] → user context → LLM → [TTS → heard words] → output socket
-        → [playout] → [idle] → assistant context
+        → [playout] → [idle] → cut-off calls → assistant context
 
 A single-AI call puts its one LLM, STT and TTS in those slots; a team call
 puts the routers there (``routing/``), each over the members' deduplicated
@@ -13,10 +13,13 @@ audio (``stt_type``) or spoken replies (``tts_type``), and ``heard words``
 (``teamrunner/heard.py``) is in every call that speaks. ``playout`` (when the
 caller hears the bot, ``teamrunner/playout.py``) is only in a call that says
 lines of its own, and ``idle`` (``teamrunner/idle.py``) only in one that asks
-for idle nudges. Lines the runner says itself (greetings, handoff lines,
-nudges, goodbyes) go through ``teamrunner.lines.Lines``, and a call that ends
-itself through ``teamrunner.ending.CallEnding``; a remote policy is asked for
-its first state in ``Call.begin`` (``teamrunner.policy_call.PolicyCall``).
+for idle nudges; ``cut-off calls`` (``teamrunner/cut_off_calls.py``), in a
+call whose model is offered functions, settles a function call the caller
+cut off before the context had heard of it. Lines the runner says itself
+(greetings, handoff lines, nudges, goodbyes) go through
+``teamrunner.lines.Lines``, and a call that ends itself through
+``teamrunner.ending.CallEnding``; a remote policy is asked for its first
+state in ``Call.begin`` (``teamrunner.policy_call.PolicyCall``).
 Everything about *what* to build was decided in :mod:`teamrunner.plan`; this
 module only assembles it, and ``teamrunner.session`` runs it.
 """
@@ -52,6 +55,7 @@ from team_flow import TeamFlow
 from teamrunner.activity import ActivityWatch
 from teamrunner.call_observer import CallObserver
 from teamrunner.caller_audio import CallerAudioStop
+from teamrunner.cut_off_calls import CutOffCalls
 from teamrunner.ending import CallEnding
 from teamrunner.fallback import LLMFallback
 from teamrunner.heard import HeardWords
@@ -194,8 +198,9 @@ def build_call(
         turn_params.user_mute_strategies.append(ending.mute)
     aggregators = LLMContextAggregatorPair(context, user_params=turn_params)
     bridge = ToolBridge(plan.id, runtime.manager, slots.lookup_tool, journal)
+    handler = bridge if slots.flow is None else slots.flow.tool_handler(bridge)
     for name in slots.tool_names:
-        slots.llm.register_function(name, bridge, cancel_on_interruption=True)
+        slots.llm.register_function(name, handler, cancel_on_interruption=True)
 
     voice = _voice_watch(runtime, journal, sockets) if plan.speaks else None
     activity = ActivityWatch(runtime.settings.session_idle_secs)
@@ -264,6 +269,12 @@ def _says_lines(plan: CallPlan) -> bool:
     )
 
 
+def _calls_functions(plan: CallPlan) -> bool:
+    """Whether the model is offered any function (a Go tool, a transition, end_call, a policy's)."""
+    members = plan.members.values()
+    return plan.is_team or plan.policy is not None or any(m.tools or m.end_call for m in members)
+
+
 def _can_end_itself(plan: CallPlan) -> bool:
     members = plan.members.values()
     return plan.idle is not None or plan.policy is not None or any(m.end_call for m in members)
@@ -303,7 +314,10 @@ def _processors(
     processors.append(slots.llm)
     if slots.tts is not None:
         processors += [slots.tts, HeardWords()]
-    processors += [sockets.output.output(), *after_output, aggregators.assistant()]
+    processors += [sockets.output.output(), *after_output]
+    if _calls_functions(plan):
+        processors.append(CutOffCalls())
+    processors.append(aggregators.assistant())
     components.insert(0, ("output socket to pipecat-manager", sockets.output.output()))
     return processors
 

@@ -15,10 +15,11 @@ What a transition adds (``TransitionPlan``):
   has been said (``routing/tts.py``).
 * ``context``: what the next member's LLM sees (``carryover.py``). ``append``
   keeps the conversation whole (pipecat.flows' APPEND strategy, the
-  default); ``reset`` uses flows' RESET strategy with the caller's last turn
-  as the node's one message; ``summary`` runs a flows pre-action that
-  replaces the conversation with a short summary before the node's LLM runs,
-  or leaves it whole, and says why in the log, if none comes in time.
+  default); ``reset`` and ``summary`` run a flows pre-action that replaces
+  the conversation, as it stands when the node is entered, with the caller's
+  last turn, or with a short summary (or leaves it whole, and says why in
+  the log, if none comes in time), before the node's LLM runs. What the
+  caller says while the summary is written is kept after it.
 
 The start member's ``greeting`` is said before its node is entered, and the
 node waits for the caller instead of running its LLM (flows'
@@ -36,11 +37,19 @@ line, and pipecat-manager is told under the policy tool's name).
 ``TeamFlow.active`` is the one place that says which member has the call.
 
 Function kinds and interruption: tools and transitions are both synchronous
-(``cancel_on_interruption=True``). A transition finishes in microseconds, and
-a Go tool behaves as in a single-AI call: the LLM waits for its result, and a
-caller who talks over it takes the floor. Asynchronous functions would also
-add pipecat's "ASYNC TOOLS" block to every member's system prompt, which
-nothing here needs.
+(``cancel_on_interruption=True``). A Go tool behaves as in a single-AI call:
+the LLM waits for its result, and a caller who talks over it takes the floor.
+A transition waits only for the Go tools called in the same response
+(``teamrunner.tool_batch``), then finishes in microseconds. Asynchronous
+functions would also add pipecat's "ASYNC TOOLS" block to every member's
+system prompt, which nothing here needs.
+
+Between the switch and pipecat.flows entering the next node (the transition's
+result has to reach the end of the pipeline first, and a summary be written),
+the next member's LLM has the call without its prompt and tools: the LLM
+router holds its runs until the node's post-action says they are on their
+way (``RoutingLLMService.hold_until_ready``), so the next member answers once,
+under its own prompt, whatever the caller said meanwhile.
 """
 
 from __future__ import annotations
@@ -51,8 +60,6 @@ from typing import Any, cast
 from loguru import logger
 from pipecat.flows import (
     ActionConfig,
-    ContextStrategy,
-    ContextStrategyConfig,
     FlowArgs,
     FlowManager,
     FlowsDirectFunction,
@@ -61,7 +68,7 @@ from pipecat.flows import (
 )
 from pipecat.frames.frames import (
     Frame,
-    LLMMessagesUpdateFrame,
+    LLMMessagesTransformFrame,
     LLMUpdateSettingsFrame,
     VADParamsUpdateFrame,
 )
@@ -69,7 +76,7 @@ from pipecat.pipeline.worker import PipelineWorker
 from pipecat.services.settings import LLMSettings
 
 from routing.services import Routers
-from teamrunner.carryover import SummaryError, caller_last_turn, summary_message
+from teamrunner.carryover import SummaryError, caller_last_turn, replacing, summary_message
 from teamrunner.contract import ContextMode
 from teamrunner.ending import CallEnding
 from teamrunner.errors import MemberSwitchError
@@ -78,11 +85,16 @@ from teamrunner.lines import Lines
 from teamrunner.manager.client import ManagerClient
 from teamrunner.plan import CallPlan, MemberPlan, ToolPlan, TransitionPlan, placeholders
 from teamrunner.policy_call import PolicyCall
+from teamrunner.tool_batch import Handler, ToolBatch
 from teamrunner.tracing import handoff_span
 from teamrunner.turns import vad_params
 
-# The flows pre-action that puts a summary in place of the conversation.
+# The flows pre-actions that put the caller's last turn, or a summary, in place
+# of the conversation.
+RESET_ACTION = "reset_context"
 SUMMARIZE_ACTION = "summarize_context"
+# The flows post-action that lets the next member's LLM run (``RoutingLLMService``).
+MEMBER_READY_ACTION = "member_ready"
 
 
 class TeamFlow:
@@ -123,6 +135,11 @@ class TeamFlow:
         self._worker: PipelineWorker | None = None
         self._flow_manager: FlowManager | None = None
         self._notifications: set[asyncio.Task[bool]] = set()
+        self._batch = ToolBatch(
+            {t.name for m in plan.members.values() for t in m.transitions}, self.tool_names()
+        )
+        for llm in routers.llm.llms:
+            llm.add_event_handler("on_function_calls_started", self._batch.started)
         self.nodes: dict[str, NodeConfig] = {
             member.id: self._node(member) for member in plan.members.values()
         }
@@ -138,11 +155,17 @@ class TeamFlow:
         """Every tool name any member has: each is registered once on the LLM router."""
         return {t.name for m in self._plan.members.values() for t in m.tools}
 
+    def tool_handler(self, handler: Handler) -> Handler:
+        """``handler`` (the Go tools'), run so a transition in the same batch waits for it."""
+        return self._batch.tool(handler)
+
     def flow_manager(self, worker: PipelineWorker, context_aggregator: Any) -> FlowManager:
         manager = FlowManager(
             llm=self._routers.llm, context_aggregator=context_aggregator, worker=worker
         )
+        manager.register_action(RESET_ACTION, self._reset)
         manager.register_action(SUMMARIZE_ACTION, self._summarize)
+        manager.register_action(MEMBER_READY_ACTION, self._member_ready)
         self._flow_manager = manager
         return manager
 
@@ -277,13 +300,22 @@ class TeamFlow:
         previous = self.active
         target = self._plan.members[transition.next_member_id]
         with handoff_span(self._plan.id, transition.wire_name, previous.id, target.id) as span:
+            holding = False
             try:
+                # The Go tools called with it go first (``teamrunner.tool_batch``).
+                await self._batch.tools_returned()
                 self._check_routers(target.id)
                 if transition.handoff_message:
                     # Ahead of the switch, so it is said in the current member's voice.
                     await self._lines.say(transition.handoff_message, remember=False)
+                # Until the next member's node is entered, its LLM has the call
+                # but not yet its prompt and tools: it runs once they are there.
+                self._routers.llm.hold_until_ready()
+                holding = True
                 await self._switch_routers(target.id)
             except MemberSwitchError as e:
+                if holding:
+                    await self._routers.llm.member_ready()
                 logger.warning(f"{transition.name}: staying with {previous.label}: {e}")
                 span.set_attribute("handoff.refused", str(e))
                 return {
@@ -318,24 +350,29 @@ class TeamFlow:
             await router.set_active_member(to_id)
 
     def _arrival(self, target: MemberPlan, transition: TransitionPlan) -> NodeConfig:
-        """``target``'s node as this transition enters it, with its ``context`` mode."""
-        node = self.node(target)
+        """``target``'s node as this transition enters it, with its ``context`` mode.
+
+        Its post-action lets the member's LLM run once its prompt and tools are
+        on their way (``RoutingLLMService.member_ready``).
+        """
+        ready = cast(ActionConfig, {"type": MEMBER_READY_ACTION})
+        node = NodeConfig(**{**self.node(target), "post_actions": [ready]})  # type: ignore[typeddict-item]
         if transition.context is ContextMode.RESET:
-            assert self._flow_manager is not None, "the flow has not been started"
-            turn = caller_last_turn(self._flow_manager.get_current_context())
-            for message in turn:  # flows renders placeholders in task messages
-                message["content"] = placeholders.escape_for_flows(str(message["content"]))
-            return NodeConfig(
-                **{
-                    **node,
-                    "task_messages": turn,
-                    "context_strategy": ContextStrategyConfig(strategy=ContextStrategy.RESET),
-                }  # type: ignore[typeddict-item]
-            )
+            action = cast(ActionConfig, {"type": RESET_ACTION})
+            return NodeConfig(**{**node, "pre_actions": [action]})  # type: ignore[typeddict-item]
         if transition.context is ContextMode.SUMMARY:
             action = cast(ActionConfig, {"type": SUMMARIZE_ACTION, "member": target.id})
             return NodeConfig(**{**node, "pre_actions": [action]})  # type: ignore[typeddict-item]
         return node
+
+    async def _reset(self, action: dict[str, Any], flow_manager: FlowManager) -> None:
+        """The pre-action of a ``reset`` handoff: the caller's last turn for the conversation.
+
+        Read as the node is entered, so a turn the caller said during the
+        handoff is the one kept.
+        """
+        seen = list(flow_manager.get_current_context())
+        await self._replace_conversation(caller_last_turn(seen), seen)
 
     async def _summarize(self, action: dict[str, Any], flow_manager: FlowManager) -> None:
         """The pre-action of a ``summary`` handoff: a summary in place of the conversation.
@@ -346,18 +383,27 @@ class TeamFlow:
         member = self._plan.members[action["member"]]
         llm = self._routers.llm.service_for(member.id)
         assert llm is not None, "every member has an LLM"
+        seen = list(flow_manager.get_current_context())
         try:
-            message = await summary_message(
-                llm, flow_manager.get_current_context(), self._summary_timeout
-            )
+            message = await summary_message(llm, seen, self._summary_timeout)
         except SummaryError as e:
             logger.warning(
                 f"no summary for {member.label} ({e}); it gets the whole conversation instead"
             )
             return
-        frame = LLMMessagesUpdateFrame(messages=[cast(Any, message)])
+        await self._replace_conversation([message], seen)
+
+    async def _replace_conversation(
+        self, replacement: list[dict[str, Any]], seen: list[Any]
+    ) -> None:
+        """Put ``replacement`` in place of the messages ``seen``, keeping any said since."""
+        frame = LLMMessagesTransformFrame(transform=replacing(replacement, seen))
         frame.interruptible = False
         await self._queue(frame)
+
+    async def _member_ready(self, action: dict[str, Any], flow_manager: FlowManager) -> None:
+        """The post-action of every handoff: flows has queued the node's prompt, tools and run."""
+        await self._routers.llm.member_ready()
 
     async def _apply_turn_settings(self, previous: MemberPlan, target: MemberPlan) -> None:
         """Give the VAD the next member's parameters when they differ from the current ones."""

@@ -8,7 +8,11 @@ faithfully is the wire protocol: ``chat.completion`` objects, Server-Sent
 Events of ``chat.completion.chunk`` objects with tool calls streamed in
 fragments, the usage chunk, ``data: [DONE]``, and OpenAI's error JSON. So the
 real ``openai`` SDK, and pipecat's ``OpenAILLMService`` built on it, run
-against it unchanged.
+against it unchanged. It also refuses what OpenAI refuses about the
+conversation's shape: a request whose tool calls are not each answered by a
+``tool`` message, or whose ``tool`` message answers no call, gets OpenAI's 400
+(``tool_message_problem``), is kept in ``rejected`` and uses up no scripted
+reply, so a test sees a client that would fail against the real API.
 
 This module holds what to answer (``Reply``, ``ToolCall``, ``Failure``), what
 was asked (``ChatRequest``, one per request, with the Authorization header so a
@@ -87,10 +91,16 @@ class Failure:
     type: str
     code: str | None = None
     retry: bool | None = None
+    param: str | None = None
 
     def body(self) -> dict[str, Any]:
         return {
-            "error": {"message": self.message, "type": self.type, "param": None, "code": self.code}
+            "error": {
+                "message": self.message,
+                "type": self.type,
+                "param": self.param,
+                "code": self.code,
+            }
         }
 
     def response(self) -> web.Response:
@@ -279,6 +289,46 @@ def request_problem(body: Any) -> str | None:
     return None
 
 
+# OpenAI's own words for the two ways a conversation's tool messages can be out of shape.
+UNANSWERED_TOOL_CALLS = (
+    "An assistant message with 'tool_calls' must be followed by tool messages responding to "
+    "each 'tool_call_id'. The following tool_call_ids did not have response messages: {ids}"
+)
+UNCALLED_TOOL_MESSAGE = (
+    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
+    "with 'tool_calls'."
+)
+
+
+def tool_message_problem(messages: list[Any]) -> tuple[str, str] | None:
+    """Why OpenAI would refuse these messages' tool calls and results, as (message, param).
+
+    Every id in an assistant message's ``tool_calls`` must be answered by a
+    ``tool`` message among those that directly follow it, and each such
+    ``tool`` message must answer one of them. None when the messages keep to
+    that.
+    """
+    open_ids: list[str] = []  # the calls of the last assistant message, still unanswered
+    called: set[str] = set()  # every call of that message, answered or not
+    for index, message in enumerate(messages):
+        role = message.get("role") if isinstance(message, dict) else None
+        if role == "tool":
+            answered = message.get("tool_call_id")
+            if answered not in called:
+                return UNCALLED_TOOL_MESSAGE, f"messages.[{index}].role"
+            if answered in open_ids:
+                open_ids.remove(answered)
+            continue
+        if open_ids:
+            return UNANSWERED_TOOL_CALLS.format(ids=", ".join(open_ids)), f"messages.[{index}].role"
+        calls = message.get("tool_calls") if role == "assistant" else None
+        ids = [str(c.get("id")) for c in calls or [] if isinstance(c, dict)]
+        open_ids, called = ids, set(ids)
+    if open_ids:
+        return UNANSWERED_TOOL_CALLS.format(ids=", ".join(open_ids)), "messages"
+    return None
+
+
 def word_pieces(text: str) -> list[str]:
     """Split text into word-sized deltas that join back to exactly the text."""
     return re.findall(r"\s*\S+|\s+$", text)
@@ -396,7 +446,8 @@ class OpenAISimulator(Simulator):
 
     Point clients at ``base_url``. Each request takes the next scripted
     ``Reply``; then ``responder(request)`` if given; then "OK.". Every request
-    is appended to ``requests`` before it is answered.
+    is appended to ``requests`` before it is answered, except one OpenAI would
+    refuse for its tool messages, which goes to ``rejected`` instead.
     """
 
     def __init__(
@@ -413,6 +464,8 @@ class OpenAISimulator(Simulator):
         self.requests: list[ChatRequest] = []
         self.first_token_delay = first_token_delay
         self.token_delay = token_delay
+        # Requests refused as OpenAI would refuse them (``tool_message_problem``).
+        self.rejected: list[ChatRequest] = []
         self._script: deque[Reply] = deque(script or ())
         self.responder = responder
         self._completions = 0
@@ -493,6 +546,15 @@ class OpenAISimulator(Simulator):
             return Failure(400, problem, "invalid_request_error").response()
 
         chat = ChatRequest.from_body(body, request.headers, received_at)
+        shape = tool_message_problem(chat.messages)
+        if shape is not None:
+            message, param = shape
+            failure = Failure(400, message, "invalid_request_error", param=param)
+            chat.reply = Reply(failure=failure)
+            chat.responded_at = time.monotonic()
+            self.rejected.append(chat)
+            await self.notify()
+            return failure.response()
         reply = chat.reply = self._next_reply(chat)
         completion = None if reply.failure else self._render(chat, reply)
         if completion is not None:

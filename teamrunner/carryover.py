@@ -2,11 +2,15 @@
 
 ``append`` (the default) carries the whole conversation over. ``reset``
 gives the next member its own prompt and the caller's last turn
-(``caller_last_turn``), which pipecat.flows' ``RESET`` context strategy puts
-in place of the conversation. ``summary`` gives it its own prompt and a short
+(``caller_last_turn``). ``summary`` gives it its own prompt and a short
 summary of the conversation so far, written by the next member's LLM with
 pipecat's summarization prompt and transcript format, as pipecat's own
 context summarizer writes one (``summary_message``).
+
+Either replaces the conversation as it stood when the next member's node was
+entered, and only that (``replacing``): a caller's turn written while the
+summary was being made, or while the replacement was on its way, is kept
+after it, so what the caller said during the handoff reaches the next member.
 
 A summary is one more LLM round trip at a handoff, so it is bounded in time
 (the handoff line, if any, is being said meanwhile). It is made out of band,
@@ -22,7 +26,7 @@ logged with its reason, and the handoff falls back to ``append``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pipecat.processors.aggregators.llm_context import LLMContext
@@ -45,6 +49,23 @@ SUMMARY_TEMPLATE = "Conversation summary: {summary}"
 
 class SummaryError(RunnerError):
     """No summary could be made in time; the message says why."""
+
+
+def replacing(
+    replacement: list[dict[str, Any]], seen: Sequence[Any]
+) -> Callable[[list[Any]], list[Any]]:
+    """A transform of the conversation: ``replacement`` in place of the messages ``seen``.
+
+    Messages are told apart by identity, so whatever was added since ``seen``
+    was read is kept, after the replacement, in its order.
+    """
+    seen = list(seen)  # holds them, so their identities stay theirs
+
+    def transform(messages: list[Any]) -> list[Any]:
+        known = {id(m) for m in seen}
+        return [*replacement, *(m for m in messages if id(m) not in known)]
+
+    return transform
 
 
 def caller_last_turn(messages: Sequence[Any]) -> list[dict[str, Any]]:

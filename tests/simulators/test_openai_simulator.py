@@ -235,6 +235,89 @@ async def test_malformed_request_gets_openai_400_and_is_not_recorded(sim):
     assert sim.requests == []
 
 
+def tool_call(call_id: str) -> dict[str, Any]:
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": "lookup", "arguments": "{}"},
+    }
+
+
+def tool_result(call_id: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": "{}"}
+
+
+ANSWERED_BATCH = [
+    USER,
+    {"role": "assistant", "content": None, "tool_calls": [tool_call("a"), tool_call("b")]},
+    tool_result("b"),
+    tool_result("a"),
+    {"role": "assistant", "tool_calls": [tool_call("c")]},
+    tool_result("c"),
+    USER,
+]
+UNANSWERED = {
+    "a call with no result before the next message": (
+        [
+            USER,
+            {"role": "assistant", "tool_calls": [tool_call("a"), tool_call("b")]},
+            tool_result("a"),
+            USER,
+        ],
+        "b",
+        "messages.[3].role",
+    ),
+    "a call with no result at the end": (
+        [USER, {"role": "assistant", "tool_calls": [tool_call("a")]}],
+        "a",
+        "messages",
+    ),
+}
+
+
+async def test_a_conversation_whose_tool_calls_are_all_answered_is_served(sim):
+    messages: Any = ANSWERED_BATCH
+    completion = await sdk(sim).chat.completions.create(model="m", messages=messages)
+
+    assert completion.choices[0].message.content == "OK."
+    assert sim.rejected == [] and len(sim.requests) == 1
+
+
+@pytest.mark.parametrize("case", UNANSWERED.values(), ids=UNANSWERED.keys())
+async def test_a_tool_call_left_unanswered_gets_openais_400_and_uses_no_reply(sim, case):
+    messages, unanswered, param = case
+    sim.push(Reply.say("Scripted."))
+    with pytest.raises(openai.BadRequestError) as caught:
+        await sdk(sim, max_retries=2).chat.completions.create(model="m", messages=messages)
+
+    assert caught.value.body == {
+        "message": "An assistant message with 'tool_calls' must be followed by tool messages "
+        "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+        f"response messages: {unanswered}",
+        "type": "invalid_request_error",
+        "param": param,
+        "code": None,
+    }
+    assert sim.requests == [] and sim.pending == 1
+    [rejected] = sim.rejected
+    assert rejected.messages == messages
+
+
+async def test_a_tool_message_that_answers_no_call_gets_openais_400(sim):
+    messages: Any = [USER, {"role": "assistant", "content": "Hi."}, tool_result("a")]
+    with pytest.raises(openai.BadRequestError) as caught:
+        await sdk(sim).chat.completions.create(model="m", messages=messages)
+
+    assert caught.value.body == {
+        "message": "Invalid parameter: messages with role 'tool' must be a response to a "
+        "preceeding message with 'tool_calls'.",
+        "type": "invalid_request_error",
+        "param": "messages.[2].role",
+        "code": None,
+    }
+    assert len(sim.rejected) == 1
+
+
 # --- pipecat's OpenAILLMService -------------------------------------------------------------
 
 
