@@ -5,8 +5,9 @@ One Python process runs calls on one core. With ``RUNNER_WORKERS`` above 1,
 and starts that many *workers*, each a process of its own serving the
 runner's application (calls, admission, drain, as a single runner) on a
 private Unix socket, warmed up (``teamrunner.warmup``) before it is
-ready. The front places each call on the least-loaded worker and routes its stop to the
-worker that holds it; each worker dials Go's websockets for its own calls,
+ready. The front offers each call to the workers in turn, each admitting
+by its own load, and routes its stop to the worker that holds it; each
+worker dials Go's websockets for its own calls,
 so audio never crosses the front. Across pods, Kubernetes scales out; this
 is one pod's cores, and nothing more distributed.
 

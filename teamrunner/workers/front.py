@@ -2,8 +2,8 @@
 
 The front owns the port (``RUNNER_HOST``:``RUNNER_PORT``), and the probes'
 own (``RUNNER_METRICS_PORT``) when they have one, and runs no call itself.
-``POST /run`` goes, body untouched, to the least-loaded worker (or to the
-worker already holding that id, which refuses it as a conflict);
+``POST /run`` goes, body untouched, to each worker in turn until one takes
+it (or to the worker already holding that id, which refuses it as a conflict);
 ``POST /stop?id=`` to the worker holding the call; each answer comes back
 as the worker gave it, so Go reads exactly what a single runner says. The
 front never sees a call's audio: each worker dials Go's websockets for its
@@ -164,7 +164,7 @@ def create_front_app(settings: Settings, pool: WorkerPool) -> FastAPI:
 def _add_routes(app: FastAPI, settings: Settings, pool: WorkerPool) -> None:
     @app.post("/run", responses=error_responses(400, 401, 408, 409, 413, 422, 500, 503))
     async def run(request: Request) -> Response:
-        """Place a call on the least-loaded worker; its answer is passed on as it is."""
+        """Offer a call to the workers in turn; the answer is passed on as it is."""
         body = await request.body()
         if not pool.started and not pool.draining:
             # Go does not retry a /run: one that comes while the workers warm up waits.
@@ -182,7 +182,7 @@ def _add_routes(app: FastAPI, settings: Settings, pool: WorkerPool) -> None:
                 f"at capacity: {pool.calls} of {settings.max_calls} calls (RUNNER_MAX_CALLS); "
                 "try again shortly or on another runner"
             )
-        # Offered to each worker in turn, the least loaded first, until one takes it:
+        # Offered to each worker in turn (``candidates``) until one takes it:
         # each judges its own load. A body with no id is not the contract's shape,
         # and the first worker says what is wrong with it.
         answer: Answer | None = None

@@ -3,8 +3,8 @@
 ``WorkerPool`` starts ``RUNNER_WORKERS`` workers and waits until every one
 is ready (imported, models loaded); the front answers ``/health`` meanwhile
 and is ready once the pool has started. It knows
-which worker holds which call: a ``/run`` is offered to the workers the
-least loaded first (``candidates``), a ``/stop`` goes to the worker holding
+which worker holds which call: a ``/run`` is offered to the workers in turn,
+those with room and the fewest calls first (``candidates``), a ``/stop`` goes to the worker holding
 the call, and a ``/run`` for an id already held goes to its holder, which
 refuses it as a conflict. Admission by load is the workers' own
 (``teamrunner.admission``): each measures its own core, and a worker that
@@ -35,7 +35,7 @@ from collections.abc import Awaitable
 from loguru import logger
 from prometheus_client.multiprocess import mark_process_dead
 
-from teamrunner.admission import CallCost
+from teamrunner.admission import CallKind
 from teamrunner.config import Settings
 from teamrunner.errors import RunnerError
 from teamrunner.metrics import PoolMetrics
@@ -150,23 +150,16 @@ class WorkerPool:
         return self.calls < cap
 
     def candidates(self) -> list[WorkerProcess]:
-        """The ready workers in the order a new call is offered to them: least loaded first.
+        """The ready workers in the order a new call is offered to them.
 
-        A worker's load is as it last reported it (each second), plus a voice
-        call's cost for each call placed on it since, so a burst spreads over
-        the pool instead of piling onto the worker that looked least loaded a
-        second ago. The worker itself decides: one that cannot carry the call
-        answers 503, and the call is offered to the next.
+        Those whose last report (each second) said they would take a voice
+        call come first, then the ones with the fewest calls: balancing by
+        count, not by the measured load, which lags a call by seconds and would
+        pile a burst onto whichever worker looked least loaded a second ago.
+        The worker itself decides: one that cannot carry the call answers 503,
+        and the call is offered to the next.
         """
-        return sorted(self.ready, key=lambda w: (self._load_step(w), w.held, w.index))
-
-    @staticmethod
-    def _load_step(worker: WorkerProcess) -> int:
-        """The worker's projected load in steps of a voice call: finer is noise."""
-        report = worker.load_report
-        projected = report.projected if report is not None else 0.0
-        voice = CallCost().voice
-        return round(projected / voice) + worker.placed_since_report
+        return sorted(self.ready, key=lambda w: (not w.admits(CallKind.VOICE), w.held, w.index))
 
     async def start_call(
         self, worker: WorkerProcess, call_id: str | None, body: bytes, content_type: str | None
@@ -178,7 +171,6 @@ class WorkerPool:
         """
         if call_id is not None:
             worker.starting[call_id] += 1
-        worker.placed_since_report += 1
         try:
             answer = await worker.request(
                 "POST",

@@ -91,7 +91,6 @@ class WorkerProcess:
         starting: The ids of the calls being started on it now (a ``/run`` not yet answered).
         speech_models_loaded: As its ``/health`` last said.
         load_report: Its load and admission, as its ``/health`` last said.
-        placed_since_report: Calls placed on it since that report.
     """
 
     def __init__(
@@ -104,7 +103,6 @@ class WorkerProcess:
         self.starting: Counter[str] = Counter()
         self.speech_models_loaded = 0
         self.load_report: LoadReport | None = None
-        self.placed_since_report = 0
         self.exitcode: int | None = None
         self.ended = asyncio.Event()
         self.started_at = time.monotonic()
@@ -133,7 +131,6 @@ class WorkerProcess:
         health = ProcessHealth.model_validate_json(answer.body)
         self.speech_models_loaded = health.speech_models_loaded
         self.load_report = health.load
-        self.placed_since_report = 0
 
     def holds(self, call_id: str) -> bool:
         return call_id in self.calls or self.starting[call_id] > 0
