@@ -3,7 +3,7 @@
 ``POST /run`` starts a call and answers 200 once its pipeline is up;
 ``POST /stop?id=`` ends one; ``GET /health`` says the process is alive;
 ``GET /ready`` whether it takes a new call (no while draining, or while
-its load could not carry a voice call: ``teamrunner.admission``);
+its load could not carry a voice call: ``teamrunner.lifecycle.admission``);
 ``GET /calls`` lists the running calls; ``GET /metrics`` is for
 Prometheus. ``/openapi.json`` describes every route and answer; the
 interactive ``/docs`` page is left off, since it loads its assets from a CDN
@@ -24,7 +24,7 @@ Run it with ``python main.py`` (``--help`` for the options). On SIGTERM it
 drains: ``/ready`` and ``/run`` answer 503 at once while live calls go on
 for up to ``RUNNER_DRAIN_SECS``; a second signal ends them all at once.
 This module builds the application and hands the call lifecycle
-(``teamrunner.sessions``) the call builder of ``run.py``.
+(``teamrunner.lifecycle.registry``) the call builder of ``run.py``.
 
 With ``RUNNER_WORKERS`` above 1 (by default, one per core) ``python main.py``
 is the front of a pool (``teamrunner.workers``): it serves the same API on
@@ -47,12 +47,16 @@ from fastapi import FastAPI, Query
 from fastapi.responses import JSONResponse, Response
 from loguru import logger
 
-from teamrunner import tracing
 from teamrunner.config import Settings
 from teamrunner.contract import CallId, RunRequest
-from teamrunner.journal import CallJournal
-from teamrunner.logs import configure_logging, install_redaction
-from teamrunner.metrics import CONTENT_TYPE
+from teamrunner.lifecycle.registry import SessionRegistry
+from teamrunner.lifecycle.runtime import Runtime
+from teamrunner.lifecycle.session import BuiltCall, Session
+from teamrunner.lifecycle.warmup import WarmUp, preload_names
+from teamrunner.observe import tracing
+from teamrunner.observe.journal import CallJournal, EndReason
+from teamrunner.observe.logs import configure_logging, install_redaction
+from teamrunner.observe.metrics import CONTENT_TYPE
 from teamrunner.plan import CallPlan, plan_call
 from teamrunner.responses import (
     CallInfo,
@@ -66,14 +70,10 @@ from teamrunner.responses import (
     error_body,
     error_responses,
 )
-from teamrunner.runtime import Runtime
 from teamrunner.serving.answers import REFUSAL_REASONS
 from teamrunner.serving.edge import install_edge
 from teamrunner.serving.listeners import listening_on, listening_sockets
 from teamrunner.serving.server import Drain, RunnerHTTPServer, uvicorn_config
-from teamrunner.session import BuiltCall, EndReason, Session
-from teamrunner.sessions import Sessions
-from teamrunner.warmup import WarmUp, preload_names
 from teamrunner.workers import worker_count
 
 # What a call imports: pipecat, the providers' SDKs and the per-call assembly.
@@ -81,10 +81,24 @@ CALL_MODULES = ("run",)
 
 
 def build_call(plan: CallPlan, runtime: Runtime, journal: CallJournal) -> BuiltCall:
-    """``run.build_call``, imported by the warm-up or the first call, not with the API."""
-    import run
+    """``run.build_call`` over pipecat-manager's sockets, the transport of production.
 
-    return run.build_call(plan, runtime, journal)
+    ``run`` (pipecat and the call stack) is imported by the warm-up or the first
+    call, not with the API.
+    """
+    import run
+    from teamrunner.manager.transport import open_sockets
+
+    settings = runtime.settings
+    sockets = open_sockets(
+        settings.manager_ws_url,
+        plan.id,
+        hears=plan.hears,
+        redactor=runtime.redactor,
+        caller_audio_ms=settings.caller_audio_ms,
+        address=settings.pipecatcall_address,
+    )
+    return run.build_call(plan, runtime, journal, sockets)
 
 
 def create_app(
@@ -97,7 +111,7 @@ def create_app(
     """The application; ``settings`` default to the environment, read now.
 
     The call stack is imported and the speech models of
-    ``RUNNER_PRELOAD_MODELS`` loaded in the background (``teamrunner.warmup``):
+    ``RUNNER_PRELOAD_MODELS`` loaded in the background (``teamrunner.lifecycle.warmup``):
     the API answers at once, ``/ready`` says no until that is done. ``warm``
     does it before the application answers at all instead (a pool's workers
     do: the front already answers for them, and a worker that cannot warm up
@@ -125,7 +139,7 @@ def create_app(
         provider = tracing.setup_tracing() if resolved.tracing else None
         app.state.runtime = runtime
         app.state.warmup = warmup
-        sessions = Sessions(runtime, build_call, warmup)
+        sessions = SessionRegistry(runtime, build_call, warmup)
         sessions.open()
         app.state.sessions = sessions
         # A pool's worker listens on the front's private socket; the front logs the port.
@@ -183,7 +197,7 @@ def _add_routes(app: FastAPI) -> None:
     async def health() -> ProcessHealth:
         """Liveness: the process answers (also while it drains), and how much it holds."""
         runtime: Runtime = app.state.runtime
-        sessions: Sessions = app.state.sessions
+        sessions: SessionRegistry = app.state.sessions
         return ProcessHealth(
             sessions=len(sessions),
             speech_models_loaded=runtime.shared.models.loads,
@@ -194,7 +208,7 @@ def _add_routes(app: FastAPI) -> None:
     @app.get("/ready", response_model=ProcessReady, responses=error_responses(503))
     async def ready() -> Any:
         """Readiness: whether a voice call would be taken now (no while draining or loaded)."""
-        sessions: Sessions = app.state.sessions
+        sessions: SessionRegistry = app.state.sessions
         reason = sessions.not_ready()
         if reason is not None:
             retry = "5" if sessions.draining else "2"
@@ -210,7 +224,7 @@ def _add_routes(app: FastAPI) -> None:
     async def metrics() -> Response:
         """The runner's metrics, in Prometheus' text format."""
         runtime: Runtime = app.state.runtime
-        sessions: Sessions = app.state.sessions
+        sessions: SessionRegistry = app.state.sessions
         exposition = runtime.metrics.exposition(load={"0": sessions.load()})
         return Response(exposition, media_type=CONTENT_TYPE)
 
@@ -264,7 +278,7 @@ def serve(app: FastAPI, settings: Settings, *, worker_socket: str | None = None)
     """
 
     def drain() -> Drain | None:
-        sessions: Sessions | None = getattr(app.state, "sessions", None)
+        sessions: SessionRegistry | None = getattr(app.state, "sessions", None)
         if sessions is None:
             return None
         return Drain(start=lambda: sessions.drain(settings.drain_secs), hurry=sessions.hurry)

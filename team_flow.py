@@ -1,11 +1,16 @@
-"""A team call as a pipecat.flows graph: one node per member, one edge per transition.
+"""A call as a pipecat.flows graph: one node per member, one edge per transition.
 
-A member's node carries its prompt (as the LLM's system instruction), its
-tools and its transitions. Calling a transition function runs
-``TeamFlow.transfer``: the STT, LLM and TTS routers are switched to the next
-member (all three, or, if any cannot, none), pipecat-manager is told, and
-the next member's node is returned for pipecat.flows to enter, which gives
-the next member's LLM its prompt and tools and lets it speak at once.
+Every call runs this way: a single AI is a team of one, one member and one
+node, with the same greeting, ``end_call``, policy, prompt and tools as any
+member, and no transition. A member's node carries its prompt (as the LLM's
+system instruction: a single AI's system messages, a member's
+``init_prompt``), its tools and its transitions. Calling a transition
+function runs ``TeamFlow.transfer``: the STT, LLM and TTS routers are
+switched to the next member (all three, or, if any cannot, none),
+pipecat-manager is told, and the next member's node is returned for
+pipecat.flows to enter, which gives the next member's LLM its prompt and
+tools and lets it speak at once. A call of one member has no routers: its
+services sit in the slots as they are (``routing.services``).
 
 What a transition adds (``TransitionPlan``):
 
@@ -24,25 +29,25 @@ What a transition adds (``TransitionPlan``):
 The start member's ``greeting`` is said before its node is entered, and the
 node waits for the caller instead of running its LLM (flows'
 ``respond_immediately``), unless the history ends with the caller's turn,
-which the node then answers at once. A member with ``end_call`` has that function in
-its node (``ending.CallEnding``).
+which the node then answers at once. Without a greeting the node runs its
+LLM at once when it has anything to go on (``CallPlan.opens_with_llm``). A
+member with ``end_call`` has that function in its node
+(``ending.CallEnding``).
 
-With a remote policy (``teamrunner.policy_call``), every member's node also
+With a remote policy (``teamrunner.policy.control``), every member's node also
 carries the policy's current prompt (after the member's own) and tools, and
 is built afresh each time it is entered; a policy transition whose
 ``node_id`` is a member's id hands the call over through ``hand_over``,
 exactly as a transition function does (the policy's ``say`` is its handoff
-line, and pipecat-manager is told under the policy tool's name).
+line, and pipecat-manager is told under the policy tool's name). The
+policy's first state is asked for in ``start``, before anything is said.
 
 ``TeamFlow.active`` is the one place that says which member has the call.
 
-Function kinds and interruption: tools and transitions are both synchronous
-(``cancel_on_interruption=True``). A Go tool behaves as in a single-AI call:
-the LLM waits for its result, and a caller who talks over it takes the floor.
-A transition waits only for the Go tools called in the same response
-(``teamrunner.tool_batch``), then finishes in microseconds. Asynchronous
-functions would also add pipecat's "ASYNC TOOLS" block to every member's
-system prompt, which nothing here needs.
+Every function a node offers is synchronous (``teamrunner.call.functions``):
+the LLM waits for its result, and a caller who talks over it takes the
+floor. A transition waits only for the Go tools called in the same response
+(``teamrunner.call.tool_batch``), then finishes in microseconds.
 
 Between the switch and pipecat.flows entering the next node (the transition's
 result has to reach the end of the pipeline first, and a summary be written),
@@ -72,22 +77,22 @@ from pipecat.frames.frames import (
     LLMUpdateSettingsFrame,
     VADParamsUpdateFrame,
 )
-from pipecat.pipeline.worker import PipelineWorker
 from pipecat.services.settings import LLMSettings
 
-from routing.services import Routers
-from teamrunner.carryover import SummaryError, caller_last_turn, replacing, summary_message
+from routing.services import Slots
+from teamrunner.call.carryover import SummaryError, caller_last_turn, replacing, summary_message
+from teamrunner.call.ending import CallEnding
+from teamrunner.call.functions import offered
+from teamrunner.call.lines import Lines
+from teamrunner.call.tool_batch import Handler, ToolBatch
 from teamrunner.contract import ContextMode
-from teamrunner.ending import CallEnding
 from teamrunner.errors import MemberSwitchError
-from teamrunner.journal import CallJournal
-from teamrunner.lines import Lines
 from teamrunner.manager.client import ManagerClient
+from teamrunner.observe.journal import CallJournal
+from teamrunner.observe.tracing import handoff_span
 from teamrunner.plan import CallPlan, MemberPlan, ToolPlan, TransitionPlan, placeholders
-from teamrunner.policy_call import PolicyCall
-from teamrunner.tool_batch import Handler, ToolBatch
-from teamrunner.tracing import handoff_span
-from teamrunner.turns import vad_params
+from teamrunner.policy.control import PolicyControl
+from teamrunner.speech.turn_taking import vad_params
 
 # The flows pre-actions that put the caller's last turn, or a summary, in place
 # of the conversation.
@@ -98,11 +103,12 @@ MEMBER_READY_ACTION = "member_ready"
 
 
 class TeamFlow:
-    """The members of a team call and the moves between them.
+    """The members of a call (one, for a single AI) and the moves between them.
 
     Args:
         plan: The call's plan.
-        routers: The call's routers.
+        slots: The call's services (routers for several members).
+        flow_manager: pipecat.flows' manager of the call's worker.
         manager: Where member switches are reported.
         journal: The call's journal, told of each handoff.
         lines: Says greetings and handoff lines.
@@ -114,95 +120,94 @@ class TeamFlow:
     def __init__(
         self,
         plan: CallPlan,
-        routers: Routers,
+        slots: Slots,
+        flow_manager: FlowManager,
         manager: ManagerClient,
         journal: CallJournal,
         *,
         lines: Lines,
         ending: CallEnding,
         summary_timeout_secs: float,
-        policy: PolicyCall | None = None,
+        policy: PolicyControl | None = None,
     ) -> None:
         self._plan = plan
-        self._routers = routers
+        self._slots = slots
+        self._flow_manager = flow_manager
         self._manager = manager
         self._journal = journal
         self._lines = lines
         self._ending = ending
         self._summary_timeout = summary_timeout_secs
         self.active: MemberPlan = plan.start_member
-        self._models: dict[object, str] = {}
-        self._worker: PipelineWorker | None = None
-        self._flow_manager: FlowManager | None = None
+        # A member's model is set on its LLM when it takes the call: members of one
+        # account share an LLM, built with whichever member's model came first.
+        self._models: dict[object, str] = dict(slots.built_models())
         self._notifications: set[asyncio.Task[bool]] = set()
         self._batch = ToolBatch(
             {t.name for m in plan.members.values() for t in m.transitions}, self.tool_names()
         )
-        for llm in routers.llm.llms:
+        for llm in slots.llms:
             llm.add_event_handler("on_function_calls_started", self._batch.started)
+        flow_manager.register_action(RESET_ACTION, self._reset)
+        flow_manager.register_action(SUMMARIZE_ACTION, self._summarize)
+        flow_manager.register_action(MEMBER_READY_ACTION, self._member_ready)
+        self._policy = policy
         self.nodes: dict[str, NodeConfig] = {
             member.id: self._node(member) for member in plan.members.values()
         }
-        self._policy = policy
-        if policy is not None:
-            policy.serve_team(self)
 
     def tool(self, name: str) -> ToolPlan | None:
         """The active member's tool called ``name`` (what the LLM may run now)."""
         return self.active.tool(name)
 
     def tool_names(self) -> set[str]:
-        """Every tool name any member has: each is registered once on the LLM router."""
+        """Every tool name any member has: each is registered once on the LLM slot."""
         return {t.name for m in self._plan.members.values() for t in m.tools}
 
     def tool_handler(self, handler: Handler) -> Handler:
         """``handler`` (the Go tools'), run so a transition in the same batch waits for it."""
         return self._batch.tool(handler)
 
-    def flow_manager(self, worker: PipelineWorker, context_aggregator: Any) -> FlowManager:
-        manager = FlowManager(
-            llm=self._routers.llm, context_aggregator=context_aggregator, worker=worker
-        )
-        manager.register_action(RESET_ACTION, self._reset)
-        manager.register_action(SUMMARIZE_ACTION, self._summarize)
-        manager.register_action(MEMBER_READY_ACTION, self._member_ready)
-        self._flow_manager = manager
-        return manager
-
     def node(self, member: MemberPlan) -> NodeConfig:
         """``member``'s node as it is entered now: with a remote policy, under its current state."""
         node = self.nodes[member.id]
         if self._policy is None:
             return node
-        prompt = self._policy.prompt(self._own_prompt(member))
+        prompt = self._policy.prompt(member.prompt)
         return NodeConfig(
             **{
                 **node,
                 "role_message": placeholders.escape_for_flows(prompt),
-                "functions": [*node["functions"], *self._policy.flows_functions()],
+                "functions": [*node["functions"], *self._policy.flows_functions(self)],
             }  # type: ignore[typeddict-item]
         )
 
     @property
     def start_node(self) -> NodeConfig:
+        """The start member's node; its LLM runs at once only if it has something to answer."""
         node = self.node(self.active)
-        if self.active.greeting and not self._plan.pending_turn:
-            # The greeting is the member's first turn: its LLM waits for the caller.
+        if not (self._plan.pending_turn or self._plan.opens_with_llm):
+            # A greeting is the member's first turn, or there is nothing to go on yet:
+            # its LLM waits for the caller.
             return NodeConfig(**{**node, "respond_immediately": False})  # type: ignore[typeddict-item]
         return node
 
-    async def start(self, flow_manager: FlowManager) -> None:
-        """Give the start member the call: its model, its greeting, then its node.
+    async def start(self) -> None:
+        """Give the start member the call: the policy's first state, its greeting, its node.
 
         A caller's turn the history ends with is answered as the node is
         entered, right behind the greeting, which the plan already put in the
         context before that turn.
+
+        Raises:
+            StartError: the remote policy gave no first state.
         """
-        self._worker = flow_manager.worker
+        if self._policy is not None:
+            await self._policy.start()
         await self._set_model(self.active)
         if self.active.greeting:
             await self._lines.say(self.active.greeting, remember=not self._plan.pending_turn)
-        await flow_manager.initialize(self.start_node)
+        await self._flow_manager.initialize(self.start_node)
 
     async def _set_model(self, member: MemberPlan) -> None:
         """Set ``member``'s model on its LLM, which members of one account share.
@@ -210,7 +215,7 @@ class TeamFlow:
         Queued at the head like the node pipecat.flows queues after it, so the
         member's first request already uses its model.
         """
-        service = self._routers.llm.service_for(member.id)
+        service = self._slots.llm_for(member.id)
         if service is None or self._models.get(service) == member.llm.model:
             return
         self._models[service] = member.llm.model
@@ -220,8 +225,7 @@ class TeamFlow:
 
     async def _queue(self, frame: Frame) -> None:
         """Queue ``frame`` at the head of the pipeline, in order with what is on its way."""
-        assert self._worker is not None, "the flow has not been started"
-        await self._worker.queue_frame(frame)
+        await self._flow_manager.worker.queue_frame(frame)
 
     def _node(self, member: MemberPlan) -> NodeConfig:
         functions: list[FlowsFunctionSchema | FlowsDirectFunction] = [
@@ -230,35 +234,24 @@ class TeamFlow:
         functions += [self._transition_schema(member, t) for t in member.transitions]
         if member.end_call is not None:
             functions.append(self._ending.flows_function(member.end_call))
-        return NodeConfig(
-            name=member.id,
-            role_message=placeholders.escape_for_flows(self._own_prompt(member)),
-            task_messages=[],
-            functions=functions,
-        )
-
-    @staticmethod
-    def _own_prompt(member: MemberPlan) -> str:
-        return member.prompt or f"You are {member.name}."
+        node = NodeConfig(name=member.id, task_messages=[], functions=functions)
+        if member.prompt:
+            node["role_message"] = placeholders.escape_for_flows(member.prompt)
+        return node
 
     def _tool_schema(self, tool: ToolPlan) -> FlowsFunctionSchema:
         """A Go tool, as this member's node advertises it.
 
         The call itself is run by the ``ToolBridge`` registered on the LLM
-        router, which pipecat prefers to the handler flows attaches here: only
+        slot, which pipecat prefers to the handler flows attaches here: only
         it is handed the LLM's tool_call_id, which pipecat-manager needs.
         """
 
         async def advertised_only(args: FlowArgs, flow_manager: FlowManager) -> Any:
             raise RuntimeError(f"tool {tool.name} must run through the LLM router's registration")
 
-        return FlowsFunctionSchema(
-            name=tool.name,
-            description=tool.description,
-            properties=tool.properties,
-            required=tool.required,
-            handler=advertised_only,
-            cancel_on_interruption=True,
+        return offered(
+            tool.name, tool.description, advertised_only, tool.properties, tool.required
         )
 
     def _transition_schema(
@@ -267,19 +260,12 @@ class TeamFlow:
         async def transfer(args: FlowArgs, flow_manager: FlowManager) -> Any:
             return await self.transfer(transition)
 
-        return FlowsFunctionSchema(
-            name=transition.name,
-            description=transition.description,
-            properties={},
-            required=[],
-            handler=transfer,
-            cancel_on_interruption=True,
-        )
+        return offered(transition.name, transition.description, transfer)
 
     async def hand_over(
         self, member_id: str, function_name: str, line: str | None
     ) -> tuple[dict[str, Any], NodeConfig | None]:
-        """Hand the call to ``member_id`` for a remote policy's transition (``PolicyCall``)."""
+        """Hand the call to ``member_id`` for a remote policy's transition (``PolicyControl``)."""
         transition = TransitionPlan(
             name=function_name,
             wire_name=function_name,
@@ -302,20 +288,25 @@ class TeamFlow:
         with handoff_span(self._plan.id, transition.wire_name, previous.id, target.id) as span:
             holding = False
             try:
-                # The Go tools called with it go first (``teamrunner.tool_batch``).
+                # The Go tools called with it go first (``teamrunner.call.tool_batch``).
                 await self._batch.tools_returned()
-                self._check_routers(target.id)
+                # Every router is asked first whether it can switch; only if all
+                # can does any switch. Checking, queueing the handoff line and
+                # switching run without yielding to the event loop, so no service
+                # can fail in between, and a refused transfer leaves nothing to
+                # put back while the LLM's error result is on its way.
+                self._slots.check_member(target.id)
                 if transition.handoff_message:
                     # Ahead of the switch, so it is said in the current member's voice.
                     await self._lines.say(transition.handoff_message, remember=False)
                 # Until the next member's node is entered, its LLM has the call
                 # but not yet its prompt and tools: it runs once they are there.
-                self._routers.llm.hold_until_ready()
+                self._slots.hold_until_ready()
                 holding = True
-                await self._switch_routers(target.id)
+                await self._slots.switch(target.id)
             except MemberSwitchError as e:
                 if holding:
-                    await self._routers.llm.member_ready()
+                    await self._slots.member_ready()
                 logger.warning(f"{transition.name}: staying with {previous.label}: {e}")
                 span.set_attribute("handoff.refused", str(e))
                 return {
@@ -330,24 +321,6 @@ class TeamFlow:
         logger.info(f"{transition.name}: {previous.label} -> {target.label}")
         self._notify(previous, target, transition.wire_name)
         return {"status": "transferred", "to": target.name}, self._arrival(target, transition)
-
-    def _check_routers(self, to_id: str) -> None:
-        """Raise ``MemberSwitchError`` unless every router can switch to ``to_id``.
-
-        Every router is asked first whether it can switch; only if all can does
-        any switch. Checking, queueing the handoff line and switching run
-        without yielding to the event loop, so no service can fail in between,
-        and a refused transfer leaves nothing to put back: no switch frame is
-        ever queued that a later one would have to undo while the LLM's error
-        result is on its way.
-        """
-        for router in self._routers.all:
-            router.check_member(to_id)
-
-    async def _switch_routers(self, to_id: str) -> None:
-        """Switch every router to ``to_id`` (all were checked by ``_check_routers``)."""
-        for router in self._routers.all:
-            await router.set_active_member(to_id)
 
     def _arrival(self, target: MemberPlan, transition: TransitionPlan) -> NodeConfig:
         """``target``'s node as this transition enters it, with its ``context`` mode.
@@ -381,7 +354,7 @@ class TeamFlow:
         it, so that first request already sees the summary.
         """
         member = self._plan.members[action["member"]]
-        llm = self._routers.llm.service_for(member.id)
+        llm = self._slots.llm_for(member.id)
         assert llm is not None, "every member has an LLM"
         seen = list(flow_manager.get_current_context())
         try:
@@ -403,7 +376,7 @@ class TeamFlow:
 
     async def _member_ready(self, action: dict[str, Any], flow_manager: FlowManager) -> None:
         """The post-action of every handoff: flows has queued the node's prompt, tools and run."""
-        await self._routers.llm.member_ready()
+        await self._slots.member_ready()
 
     async def _apply_turn_settings(self, previous: MemberPlan, target: MemberPlan) -> None:
         """Give the VAD the next member's parameters when they differ from the current ones."""

@@ -76,7 +76,7 @@ def _quiet_logs() -> None:
 
     os.environ.setdefault("RUNNER_LOG_LEVEL", "ERROR")
     logger.remove()  # before pipecat is imported, which logs its banner
-    from teamrunner.logs import not_expected
+    from teamrunner.observe.logs import not_expected
 
     logger.add(sys.stderr, level=os.environ["RUNNER_LOG_LEVEL"], filter=not_expected)
 

@@ -26,8 +26,8 @@ from fastapi import FastAPI
 
 from main import create_app
 from teamrunner.config import Settings
+from teamrunner.lifecycle.registry import SessionRegistry
 from teamrunner.serving.server import uvicorn_config
-from teamrunner.sessions import Sessions
 
 # A request still being served when the runner is stopped (a /run whose caller
 # was interrupted) is cancelled after this long instead of awaited to its end.
@@ -93,6 +93,6 @@ class RunnerServer:
         return f"http://{self.settings.host}:{self.port}"
 
     @property
-    def sessions(self) -> Sessions:
+    def sessions(self) -> SessionRegistry:
         """The running calls (for tests and tools that inspect them)."""
         return self.app.state.sessions

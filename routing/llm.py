@@ -27,11 +27,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from loguru import logger
 from pipecat.frames.frames import (
-    ControlFrame,
     Frame,
     LLMContextFrame,
     UserStartedSpeakingFrame,
@@ -43,11 +41,7 @@ from pipecat.services.llm_service import LLMService
 
 from routing.router import SHORTCUT_FRAMES, MemberRouting, RoutingStrategy
 from teamrunner.errors import MemberSwitchError
-
-
-@dataclass
-class MemberReadyFrame(ControlFrame):
-    """Queued behind a member's prompt and tools: the member can answer now."""
+from teamrunner.frames import MemberReadyFrame
 
 
 class RoutingLLMService(MemberRouting[LLMService], LLMSwitcher[RoutingStrategy]):

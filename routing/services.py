@@ -1,11 +1,20 @@
-"""Building a call's provider services: one per slot for a single AI, routers for a team.
+"""Building a call's provider services, and the one way its flow moves them between members.
+
+A call has three service slots in its pipeline: LLM, and STT and TTS when it
+hears and speaks. With one member (a single AI, a team of one) each slot
+holds that member's service as it is (``Services``): a router would only
+add a hop to every frame. With more, each holds a router over the members'
+services (``Routers``). Both answer the flow (``team_flow.TeamFlow``) the
+same questions: which LLM a member uses, whether it can take the call, and
+switch to it; for ``Services`` no switch ever comes, since a team of one has
+no one to hand over to.
 
 Every service is built from its spec through the provider registry, once per
 distinct setting (``ServicePool``), and named twice: for the start-up error
 that names it if it does not come up ("TTS cartesia voice x (members: A, B)"),
 and by processor name for the call's metrics (its kind and provider). What
-the slots do with them (prompts, functions, flows) is the call builder's
-business (``run.py``); this module only makes and names the services.
+the slots do with them (prompts, functions, flows) is the flow's business;
+this module only makes, names and switches the services.
 """
 
 from __future__ import annotations
@@ -23,7 +32,7 @@ from routing.llm import RoutingLLMService
 from routing.router import MemberRouting, ServicePool
 from routing.stt import RoutingSTTService
 from routing.tts import RoutingTTSService
-from teamrunner.errors import StartError
+from teamrunner.errors import MemberSwitchError, StartError
 from teamrunner.plan import CallPlan, MemberPlan
 from teamrunner.providers import LLM, STT, TTS, LLMSpec, STTSpec, TTSSpec
 from teamrunner.providers.registry import Registry
@@ -32,24 +41,93 @@ from teamrunner.providers.resources import SharedResources
 
 @dataclass
 class Routers:
-    """The three routers of a team call; STT and TTS are None when the call has no audio."""
+    """The three routers of a call of several members; STT and TTS None when it has no audio."""
 
     llm: RoutingLLMService
     stt: RoutingSTTService | None = None
     tts: RoutingTTSService | None = None
 
     @property
-    def all(self) -> list[MemberRouting[Any]]:
+    def llms(self) -> list[LLMService]:
+        """Every LLM the members use."""
+        return self.llm.llms
+
+    def llm_for(self, member_id: str) -> LLMService | None:
+        return self.llm.service_for(member_id)
+
+    def built_models(self) -> dict[LLMService, str]:
+        """The model each LLM was built with, where it is known: not for shared ones."""
+        return {}
+
+    def check_member(self, member_id: str) -> None:
+        """Raise ``MemberSwitchError`` unless every router can switch to ``member_id`` now."""
+        for router in self._all:
+            router.check_member(member_id)
+
+    async def switch(self, member_id: str) -> None:
+        """Switch every router to ``member_id`` (checked by ``check_member`` first)."""
+        for router in self._all:
+            await router.set_active_member(member_id)
+
+    def active_tts(self) -> FrameProcessor:
+        """The voice in use now (the call speaks)."""
+        assert self.tts is not None, "asked only of a call that speaks"
+        return self.tts.strategy.active_service
+
+    def hold_until_ready(self) -> None:
+        """Hold the LLM's runs until ``member_ready`` (``RoutingLLMService``)."""
+        self.llm.hold_until_ready()
+
+    async def member_ready(self) -> None:
+        await self.llm.member_ready()
+
+    @property
+    def _all(self) -> list[MemberRouting[Any]]:
         return [r for r in (self.stt, self.llm, self.tts) if r is not None]
 
 
 @dataclass
 class Services:
-    """A single AI's services: its LLM, and its STT and TTS when the call hears and speaks."""
+    """One member's services, in the slots as they are: its LLM, STT and TTS."""
 
+    member_id: str
+    model: str
     llm: LLMService
     stt: STTService | None
     tts: TTSService | None
+
+    @property
+    def llms(self) -> list[LLMService]:
+        return [self.llm]
+
+    def llm_for(self, member_id: str) -> LLMService | None:
+        return self.llm
+
+    def built_models(self) -> dict[LLMService, str]:
+        """The one LLM was built with its member's model."""
+        return {self.llm: self.model}
+
+    def check_member(self, member_id: str) -> None:
+        if member_id != self.member_id:
+            raise MemberSwitchError(f"the call has no member {member_id!r}")
+
+    async def switch(self, member_id: str) -> None:
+        self.check_member(member_id)
+
+    def active_tts(self) -> FrameProcessor:
+        """The voice (the call speaks)."""
+        assert self.tts is not None, "asked only of a call that speaks"
+        return self.tts
+
+    def hold_until_ready(self) -> None:
+        """Nothing to hold: the one LLM never changes hands."""
+
+    async def member_ready(self) -> None:
+        """Nothing was held."""
+
+
+# What fills a call's slots: the member's services, or routers over the members'.
+Slots = Services | Routers
 
 
 class ServiceBuilder:
@@ -73,8 +151,14 @@ class ServiceBuilder:
         self.components: list[tuple[str, FrameProcessor]] = []
         self.providers: dict[str, tuple[str, str]] = {}
 
+    def slots(self) -> Slots:
+        """The call's slots: its one member's services, or a router each over many."""
+        if len(self._plan.members) == 1:
+            return self.single(self._plan.start_member)
+        return self.routers()
+
     def single(self, member: MemberPlan) -> Services:
-        """One service per slot, for the one AI of a single-AI call."""
+        """One service per slot, for a call of one member."""
         llm = self._builder(LLM)(member.llm)
         self.components.append((f"LLM {member.llm.describe()}", llm))
         stt = tts = None
@@ -84,7 +168,7 @@ class ServiceBuilder:
         if self._plan.speaks and member.tts is not None:
             tts = self._builder(TTS)(member.tts)
             self.components.append((f"TTS {member.tts.describe()}", tts))
-        return Services(llm=llm, stt=stt, tts=tts)
+        return Services(member_id=member.id, model=member.llm.model, llm=llm, stt=stt, tts=tts)
 
     def routers(self) -> Routers:
         """A router per slot over the members' services, each distinct setting built once."""

@@ -78,7 +78,7 @@ class Settings:
             together) runs at once; None (the default) leaves admission to the load.
         load_threshold: The share of one core a worker's calls may keep busy; a call
             whose cost would take the worker's projected load past it is refused
-            (``teamrunner.admission``). 0 turns admission by load off.
+            (``teamrunner.lifecycle.admission``). 0 turns admission by load off.
         workers: Worker processes, each running calls on a core of its own
             behind one front process; 0 (the default) is one per core the
             process may use, and 1 is a single process with no front at all.

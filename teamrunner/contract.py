@@ -14,7 +14,7 @@ The fields that shape what a caller hears beyond the model's replies
 (``greeting``, ``end_call``, ``idle``, a transition's ``handoff_message`` and
 ``context``) are all optional: a request without them is served exactly as
 before they existed. So is ``remote_policy``, the team's own service that
-drives the conversation between turns (``teamrunner.policy``).
+drives the conversation between turns (``teamrunner.policy.client``).
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ errors included.
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from enum import StrEnum
 
-from teamrunner.admission import LoadReport
+from pydantic import BaseModel
 
 
 class ProblemItem(BaseModel):
@@ -25,6 +25,33 @@ class ErrorAnswer(BaseModel):
     status: str = "error"
     error: str
     problems: list[ProblemItem] | None = None
+
+
+class CallKind(StrEnum):
+    """What a call carries, which is what it costs."""
+
+    TEXT = "text"  # no caller audio, no voice: messages only
+    SPEAKS = "speaks"  # a voice, but no caller audio
+    VOICE = "voice"  # caller audio (VAD, turn-taking, STT), and usually a voice
+
+
+class LoadReport(BaseModel):
+    """How loaded a runner process is, and what it would admit now (``/ready``, ``/health``).
+
+    Attributes:
+        measured: The median share of a core its calls kept busy over the last seconds.
+        pending: The cost of the calls admitted too recently to show in ``measured``.
+        projected: ``measured`` plus ``pending``: what admission judges by.
+        threshold: ``RUNNER_LOAD_THRESHOLD``; a call is admitted while the
+            projected load plus its cost stays within it (0: no admission by load).
+        admits: For each kind of call, whether one would be admitted now.
+    """
+
+    measured: float
+    pending: float
+    projected: float
+    threshold: float
+    admits: dict[CallKind, bool]
 
 
 class RunStarted(BaseModel):

@@ -23,15 +23,31 @@ def test_every_variable_the_runner_reads_is_documented() -> None:
     assert missing == []
 
 
-def test_every_module_of_the_runtime_is_in_the_layout_table() -> None:
-    modules = [p.name for p in (ROOT / "teamrunner").iterdir() if p.suffix == ".py"]
-    modules += [
-        f"{p.name}/" for p in (ROOT / "teamrunner").iterdir() if (p / "__init__.py").exists()
-    ]
-    missing = [m for m in modules if m != "__init__.py" and m.removesuffix(".py") not in README]
+def layout_table() -> dict[str, set[str]]:
+    """The layout table's rows: each row's first cell, as the names written in it."""
+    rows: dict[str, set[str]] = {}
+    for line in README.splitlines():
+        if line.startswith("| `"):
+            first = line.split("|")[1]
+            rows[first] = set(re.findall(r"`([^`]+)`", first))
+    return rows
+
+
+def test_every_module_and_package_of_the_library_is_in_the_layout_table() -> None:
+    library = ROOT / "teamrunner"
+    named = {name for names in layout_table().values() for name in names}
+    modules = [p.name for p in library.iterdir() if p.suffix == ".py" and p.stem != "__init__"]
+    packages = [p.name for p in library.iterdir() if (p / "__init__.py").exists()]
+    missing = [m for m in modules if f"teamrunner/{m}" not in named and m not in named]
+    missing += [f"{p}/" for p in packages if f"teamrunner/{p}/" not in named]
     assert missing == []
     for top in ("main.py", "run.py", "team_flow.py", "routing/", "playground/", "simulators/"):
-        assert f"`{top}`" in README
+        assert top in named
+
+
+def test_the_library_root_holds_at_most_a_dozen_modules() -> None:
+    modules = [p for p in (ROOT / "teamrunner").glob("*.py") if p.stem != "__init__"]
+    assert len(modules) <= 12, sorted(p.name for p in modules)
 
 
 def test_links_name_files_in_this_repository() -> None:

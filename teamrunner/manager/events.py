@@ -19,12 +19,12 @@ pipecat's hook for sending messages another way. Errors are still reported by
 the RTVI processor itself.
 
 It is also the call's only observer: the call's journal observer
-(``teamrunner.call_observer.CallObserver``) is handed each frame from here
+(``teamrunner.observe.observer.CallObserver``) is handed each frame from here
 rather than registered beside it, because pipecat gives every observer a
 queue and a task of its own and hands it every frame each processor
 processes, whether it wants them or not.
 
-A line the runner says itself (``teamrunner.lines``: a greeting, a handoff
+A line the runner says itself (``teamrunner.call.lines``: a greeting, a handoff
 line, a nudge, a goodbye) reaches Go as the bot's words, the way a reply
 does: ``bot-llm-text``, ``bot-transcription``, then ``bot-llm-stopped``. It
 is sent from here, when its ``SpokenLineFrame`` is first pushed, so it keeps
@@ -43,7 +43,7 @@ from pipecat.processors.frameworks.rtvi import models as rtvi
 from pipecat.processors.frameworks.rtvi.observer import RTVIFunctionCallReportLevel
 from pydantic import BaseModel
 
-from teamrunner.lines import SpokenLineFrame
+from teamrunner.frames import SpokenLineFrame
 
 # Only what pipecat-manager reads (see models/pipecatframe/helper.go on the Go side).
 MANAGER_MESSAGES = RTVIObserverParams(

@@ -19,8 +19,8 @@ from loguru import logger
 from pipecat.frames.frames import FunctionCallResultProperties
 from pipecat.services.llm_service import FunctionCallParams
 
-from teamrunner.journal import CallJournal
 from teamrunner.manager.client import ManagerClient
+from teamrunner.observe.journal import CallJournal
 from teamrunner.plan import ToolPlan
 
 

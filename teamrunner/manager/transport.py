@@ -38,8 +38,9 @@ from pipecat.frames.frames import (
     StartFrame,
     TextFrame,
 )
-from pipecat.processors.frame_processor import FrameDirection
+from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.serializers.protobuf import ProtobufFrameSerializer
+from pipecat.transports.base_transport import BaseTransport
 from pipecat.transports.websocket.client import (
     WebsocketClientInputTransport,
     WebsocketClientOutputTransport,
@@ -48,7 +49,8 @@ from pipecat.transports.websocket.client import (
 )
 
 from teamrunner.manager.urls import socket_url
-from teamrunner.redaction import Redactor
+from teamrunner.observe.redaction import Redactor
+from teamrunner.transport import Link
 
 FLUSH_MEDIA = "FLUSH_MEDIA"
 SAMPLE_RATE = 16000
@@ -212,14 +214,54 @@ class _InputSocket(WebsocketClientTransport):
 
 @dataclass
 class ManagerSockets:
-    """The transports of one call: ``input`` is None for a text session."""
+    """A call's two websockets to pipecat-manager: its transport in production.
 
-    input: _InputSocket | None
-    output: _OutputSocket
+    ``input_socket`` is None for a text session. It is what
+    ``lifecycle.session.CallTransport`` asks of a transport.
+    """
+
+    input_socket: _InputSocket | None
+    output_socket: _OutputSocket
+    base_ws_url: str
+    address: str
+
+    def input(self) -> EarlyAudioInputTransport | None:
+        return self.input_socket.input() if self.input_socket is not None else None
+
+    def output(self) -> UnpacedOutputTransport:
+        return self.output_socket.output()
+
+    def components(self) -> list[tuple[str, FrameProcessor]]:
+        return [(f"{link.name} to {link.peer}", link.processor) for link in self.links()]
+
+    def links(self) -> list[Link]:
+        sockets: list[tuple[str, BaseTransport, FrameProcessor]] = [
+            ("output", self.output_socket, self.output())
+        ]
+        if self.input_socket is not None:
+            sockets.append(("input", self.input_socket, self.input_socket.input()))
+        hint = f"is pipecat-manager listening at PIPECATCALL_ADDRESS={self.address}?"
+        return [
+            Link(
+                name=f"{direction} socket",
+                peer="pipecat-manager",
+                events=socket,
+                processor=processor,
+                address=socket_url(self.base_ws_url, "{id}", direction),
+                hint=hint,
+            )
+            for direction, socket, processor in sockets
+        ]
 
 
 def open_sockets(
-    base_ws_url: str, call_id: str, *, hears: bool, redactor: Redactor, caller_audio_ms: int = 0
+    base_ws_url: str,
+    call_id: str,
+    *,
+    hears: bool,
+    redactor: Redactor,
+    caller_audio_ms: int = 0,
+    address: str = "",
 ) -> ManagerSockets:
     """Build (not yet connect) the transports of a call; they dial while the pipeline sets up.
 
@@ -245,4 +287,4 @@ def open_sockets(
         else None
     )
     output_socket = _OutputSocket(uri=socket_url(base_ws_url, call_id, "output"), params=params())
-    return ManagerSockets(input=input_socket, output=output_socket)
+    return ManagerSockets(input_socket, output_socket, base_ws_url, address)

@@ -99,3 +99,19 @@ def greet_before_turn(history: list[dict[str, Any]], greeting: str) -> list[dict
     while start > 0 and history[start - 1].get("role") == "user":
         start -= 1
     return [*history[:start], {"role": "assistant", "content": greeting}, *history[start:]]
+
+
+def split_system_prompt(
+    history: list[dict[str, Any]],
+) -> tuple[str | None, list[dict[str, Any]]]:
+    """Take a single AI's leading system messages out of ``history``, as its prompt.
+
+    pipecat wants a system prompt as the LLM's system instruction since 1.9;
+    the LLM receives the same first message either way.
+    """
+    index = 0
+    while index < len(history) and history[index].get("role") == "system":
+        index += 1
+    parts = [str(m.get("content") or "") for m in history[:index]]
+    prompt = "\n\n".join(p for p in parts if p)
+    return prompt or None, history[index:]

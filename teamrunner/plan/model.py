@@ -123,6 +123,9 @@ class MemberPlan:
 
     ``engine_model``, ``tts_type``, ``tts_voice_id`` and ``stt_type`` are the
     request's own values, which pipecat-manager is told in member-switched.
+    ``prompt`` is its LLM's system instruction: a single AI's system messages,
+    or a member's ``init_prompt`` (``You are <name>.`` without one); None for
+    a single AI without system messages.
     """
 
     id: str
@@ -188,6 +191,17 @@ class CallPlan:
     @property
     def start_member(self) -> MemberPlan:
         return self.members[self.start_member_id]
+
+    @property
+    def opens_with_llm(self) -> bool:
+        """Whether the start member speaks first by asking its LLM.
+
+        Not when it greets: the greeting is its first turn. And with nothing to
+        go on (no prompt, no history, no remote policy) it waits for the
+        caller: providers refuse an empty context.
+        """
+        start = self.start_member
+        return not start.greeting and bool(start.prompt or self.messages or self.policy)
 
     def secrets(self) -> list[str]:
         """Every key the call uses, for the redactor."""

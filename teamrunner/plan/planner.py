@@ -14,7 +14,12 @@ from teamrunner.contract import Member, RunRequest, Transition, VADConfig
 from teamrunner.errors import InvalidRequest, Problem
 from teamrunner.plan import placeholders
 from teamrunner.plan.functions import check_names, function_name, plan_tools
-from teamrunner.plan.history import greet_before_turn, pending_turn, valid_history
+from teamrunner.plan.history import (
+    greet_before_turn,
+    pending_turn,
+    split_system_prompt,
+    valid_history,
+)
 from teamrunner.plan.model import (
     END_CALL_FUNCTION,
     SINGLE_MEMBER_ID,
@@ -23,7 +28,7 @@ from teamrunner.plan.model import (
     TransitionPlan,
     TurnPlan,
 )
-from teamrunner.plan.policy import plan_policy
+from teamrunner.plan.remote_policy import plan_policy
 from teamrunner.plan.specs import check_language, llm_spec, stt_spec, tts_spec
 from teamrunner.plan.spoken import plan_end_call, plan_idle, words
 
@@ -37,17 +42,22 @@ def plan_call(request: RunRequest, settings: Settings) -> CallPlan:
     problems: list[Problem] = []
     check_language("stt_language", request.stt_language, problems)
     check_language("tts_language", request.tts_language, problems)
+    history = valid_history(request.llm_messages)
     if request.resolved_team is None:
-        members = {SINGLE_MEMBER_ID: _plan_single(request, settings, problems)}
+        # A single AI is a team of one: its system messages are its member's prompt.
+        prompt, messages = split_system_prompt(history)
+        members = {SINGLE_MEMBER_ID: _plan_single(request, prompt, settings, problems)}
         start = SINGLE_MEMBER_ID
     else:
+        # Member prompts come from the team; a system message in the history would
+        # speak for whichever member wrote it to every member after.
+        messages = [m for m in history if m.get("role") != "system"]
         members = _plan_team(request, settings, problems)
         start = request.resolved_team.start_member_id
     idle = plan_idle(request.idle, problems)
     policy = plan_policy(request.remote_policy, problems)
     if problems:
         raise InvalidRequest(problems)
-    messages = valid_history(request.llm_messages)
     pending = pending_turn(messages)
     greeting = members[start].greeting
     if pending and greeting:
@@ -68,7 +78,9 @@ def plan_call(request: RunRequest, settings: Settings) -> CallPlan:
     )
 
 
-def _plan_single(request: RunRequest, settings: Settings, problems: list[Problem]) -> MemberPlan:
+def _plan_single(
+    request: RunRequest, prompt: str | None, settings: Settings, problems: list[Problem]
+) -> MemberPlan:
     key = request.llm_key.get_secret_value() if request.llm_key else None
     llm = llm_spec("llm_type", request.llm_type, key, "llm_key", settings, problems)
     stt = stt_spec("stt_type", request.stt_type, request.stt_language, settings, problems)
@@ -93,7 +105,7 @@ def _plan_single(request: RunRequest, settings: Settings, problems: list[Problem
         llm=llm,
         stt=stt,
         tts=tts,
-        prompt=None,
+        prompt=prompt,
         tools=tuple(tools),
         engine_model=request.llm_type or "",
         tts_type=request.tts_type or "",
@@ -223,7 +235,11 @@ def _plan_member(
         llm=llm,
         stt=stt,
         tts=tts,
-        prompt=placeholders.fill(ai.init_prompt, ai.parameter) if ai.init_prompt else None,
+        prompt=(
+            placeholders.fill(ai.init_prompt, ai.parameter)
+            if ai.init_prompt
+            else f"You are {member.name or member.id}."
+        ),
         tools=tuple(tools),
         transitions=tuple(transitions),
         turn=_member_turn(member, request),

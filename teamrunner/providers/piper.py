@@ -6,7 +6,7 @@ has no argument to hand it a loaded one (its voice is a name looked up in, or
 downloaded to, ``download_dir``). So ``SharedPiperTTSService`` skips
 ``PiperTTSService.__init__`` (which loads, and would download a missing voice)
 and sets up what it sets up, on the process's voice
-(``teamrunner.speech_models.SpeechModels``), and a call or a team member
+(``teamrunner.speech.models.SpeechModels``), and a call or a team member
 costs no load. It synthesizes a sentence's first clause on its own
 (``first_clause``): Piper makes a whole sentence before its first audio,
 about 60 ms per second of speech here, and pipecat's voice hands it one
@@ -14,7 +14,7 @@ sentence at a time, so a long first sentence delayed a reply by up to 0.4 s;
 its first clause is ready in a fraction of that, and the rest is made while
 it plays.
 
-Synthesis is pipecat's code. ``tests/providers/test_speech_models.py`` fails
+Synthesis is pipecat's code. ``tests/speech/test_speech_models.py`` fails
 if pipecat changes under the adapter: the same attributes as pipecat's own
 service, the same PCM, and no voice loaded by the adapter itself. The ears
 beside it are in ``whisper.py``.

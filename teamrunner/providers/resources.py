@@ -5,7 +5,7 @@ process: an OpenAI-compatible client keeps its pool of warm connections to
 one endpoint for every call that uses that endpoint and key (pipecat would
 otherwise open a client per service and never close it, leaving a
 keep-alive connection behind each call), and speech models are loaded once
-(``teamrunner.speech_models``).
+(``teamrunner.speech.models``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from teamrunner.speech_models import SpeechModels
+from teamrunner.speech.models import SpeechModels
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI

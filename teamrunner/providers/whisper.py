@@ -6,10 +6,10 @@ has no argument to hand it a loaded model (its ``model`` is a name or path).
 ``SharedWhisperSTTService`` overrides ``WhisperSTTService._load``, the step
 pipecat's constructor calls to load (and pipecat's MLX service overrides the
 same way), taking the process's model
-(``teamrunner.speech_models.SpeechModels``) and keeping pipecat's language
+(``teamrunner.speech.models.SpeechModels``) and keeping pipecat's language
 check, so a call or a team member costs no load.
 
-Transcription is pipecat's code. ``tests/providers/test_speech_models.py``
+Transcription is pipecat's code. ``tests/speech/test_speech_models.py``
 fails if pipecat changes under the adapter: the same attributes as pipecat's
 own service, the same transcript, and no model loaded by the adapter itself.
 The voice beside it is in ``piper.py``.
@@ -24,7 +24,7 @@ from pipecat.frames.frames import Frame, TranscriptionFrame
 from pipecat.services.whisper.stt import WhisperSTTService
 from pipecat.transcriptions.language import Language
 
-from teamrunner.turn_stop import NoWordsFrame
+from teamrunner.frames import NoWordsFrame
 
 
 class SharedWhisperSTTService(WhisperSTTService):

@@ -4,7 +4,7 @@ One Python process runs calls on one core. With ``RUNNER_WORKERS`` above 1,
 ``python main.py`` becomes the *front* of a pool: it owns the port Go calls,
 and starts that many *workers*, each a process of its own serving the
 runner's application (calls, admission, drain, as a single runner) on a
-private Unix socket, warmed up (``teamrunner.warmup``) before it is
+private Unix socket, warmed up (``teamrunner.lifecycle.warmup``) before it is
 ready. The front offers each call to the workers in turn, each admitting
 by its own load, and routes its stop to the worker that holds it; each
 worker dials Go's websockets for its own calls,

@@ -46,15 +46,16 @@ from fastapi.responses import JSONResponse, Response
 from loguru import logger
 from pydantic import BaseModel
 
-from teamrunner.admission import CallKind, LoadReport
 from teamrunner.config import Settings
 from teamrunner.contract import CallId
 from teamrunner.errors import AtCapacity, Draining, RequestError, SessionNotFound, StartError
-from teamrunner.logs import configure_logging
-from teamrunner.metrics import CONTENT_TYPE, PoolMetrics
-from teamrunner.redaction import Redactor
+from teamrunner.observe.logs import configure_logging
+from teamrunner.observe.metrics import CONTENT_TYPE, PoolMetrics
+from teamrunner.observe.redaction import Redactor
 from teamrunner.responses import (
+    CallKind,
     Health,
+    LoadReport,
     Providers,
     Ready,
     Stopped,

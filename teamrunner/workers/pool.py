@@ -7,7 +7,7 @@ which worker holds which call: a ``/run`` is offered to the workers in turn,
 those with room and the fewest calls first (``candidates``), a ``/stop`` goes to the worker holding
 the call, and a ``/run`` for an id already held goes to its holder, which
 refuses it as a conflict. Admission by load is the workers' own
-(``teamrunner.admission``): each measures its own core, and a worker that
+(``teamrunner.lifecycle.admission``): each measures its own core, and a worker that
 cannot carry the call answers 503, and the front offers it to the next.
 ``RUNNER_MAX_CALLS``, if set, caps the whole pod, and the front checks it.
 Calls also end by themselves (Go hangs up, silence, a drain); the pool asks
@@ -35,10 +35,10 @@ from collections.abc import Awaitable
 from loguru import logger
 from prometheus_client.multiprocess import mark_process_dead
 
-from teamrunner.admission import CallKind
 from teamrunner.config import Settings
 from teamrunner.errors import RunnerError
-from teamrunner.metrics import PoolMetrics
+from teamrunner.observe.metrics import PoolMetrics
+from teamrunner.responses import CallKind
 from teamrunner.workers.process import Answer, WorkerGone, WorkerProcess, WorkerState, WorkerTarget
 
 # How often the pool asks each worker which calls it runs.

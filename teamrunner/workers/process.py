@@ -33,9 +33,8 @@ from typing import Any
 import aiohttp
 from loguru import logger
 
-from teamrunner.admission import CallKind, LoadReport
 from teamrunner.config import Settings
-from teamrunner.responses import ProcessHealth
+from teamrunner.responses import CallKind, LoadReport, ProcessHealth
 
 # Runs in the new process: (settings, socket path, worker index, the front's pid).
 WorkerTarget = Callable[[Settings, str, int, int], None]

@@ -18,7 +18,7 @@ from pipecat.workers.runner import WorkerRunner
 
 from simulators.manager import Caller
 from teamrunner.manager.transport import SAMPLE_RATE, open_sockets
-from teamrunner.redaction import Redactor
+from teamrunner.observe.redaction import Redactor
 
 from conftest import Cloud
 from scenarios import CALL_ID
@@ -29,7 +29,7 @@ TENTH_OF_A_SECOND = b"\x01\x10" * (SAMPLE_RATE // 10)
 async def test_no_audio_from_before_a_barge_in_leaves_after_the_flush(cloud: Cloud) -> None:
     call = cloud.manager.expect_call(CALL_ID, caller=Caller(Caller.silence(0)))
     sockets = open_sockets(cloud.manager.ws_url, CALL_ID, hears=False, redactor=Redactor())
-    worker = PipelineWorker(Pipeline([sockets.output.output()]), cancel_on_idle_timeout=False)
+    worker = PipelineWorker(Pipeline([sockets.output()]), cancel_on_idle_timeout=False)
     runner = WorkerRunner(handle_sigint=False)
     await runner.add_workers(worker)
     running = asyncio.create_task(runner.run())

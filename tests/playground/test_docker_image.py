@@ -24,7 +24,14 @@ import pytest
 
 from wheel_build import ROOT, build_wheel, imported_from, install, run, wheel_files
 
-RUNTIME = ["main", "run", "team_flow", "routing", "teamrunner.contract", "teamrunner.sessions"]
+RUNTIME = [
+    "main",
+    "run",
+    "team_flow",
+    "routing",
+    "teamrunner.contract",
+    "teamrunner.lifecycle.registry",
+]
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from simulators.policy import PolicyAnswer, PolicySimulator
-from teamrunner.policy import Action, PolicyClient, PolicyError
+from teamrunner.policy.client import Action, PolicyClient, PolicyError
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "policy-token-do-not-leak-7c1e"

@@ -3,21 +3,27 @@
 Gemini goes through Google's own SDK, and no simulator of its API exists in
 this repository, so no call reaches it. These tests build the runner's Gemini
 service from a /run request and ask pipecat's Gemini adapter what it would
-send for the call's context: the system instruction, the conversation and
-the tools, in Gemini's shape.
+send for the call's first turn: the system instruction and tools of its
+start node, and the conversation, in Gemini's shape.
 """
 
 from __future__ import annotations
 
+from typing import Any, cast
+
+from pipecat.adapters.llm.schemas.tools_schema import ToolsSchema
+from pipecat.flows import FlowsFunctionSchema
+from pipecat.processors.aggregators.llm_context import LLMContext
 from pipecat.services.google.llm import GoogleLLMService
 from pydantic import SecretStr
 
 from run import build_call
 from teamrunner.config import Settings
 from teamrunner.contract import RunRequest
-from teamrunner.journal import CallJournal
+from teamrunner.lifecycle.runtime import Runtime
+from teamrunner.manager.transport import open_sockets
+from teamrunner.observe.journal import CallJournal
 from teamrunner.plan import plan_call
-from teamrunner.runtime import Runtime
 
 GOOGLE_KEY = "AIza-test-not-a-real-google-key-00"
 
@@ -47,15 +53,21 @@ async def test_gemini_call_is_built_and_shapes_its_request_for_google() -> None:
     settings = Settings(keys={"GOOGLE_API_KEY": SecretStr(GOOGLE_KEY)})
     plan = plan_call(request, settings)
     runtime = Runtime.create(settings)
-    call = build_call(plan, runtime, CallJournal(plan, runtime.metrics))
+    # Built, never connected: no call reaches pipecat-manager or Google here.
+    sockets = open_sockets("ws://127.0.0.1:9", plan.id, hears=False, redactor=runtime.redactor)
+    call = build_call(plan, runtime, CallJournal(plan, runtime.metrics), sockets)
 
     [(name, llm)] = [(n, p) for n, p in call.components if n.startswith("LLM")]
     assert name == "LLM gemini.gemini-2.5-flash"
     assert isinstance(llm, GoogleLLMService)
     assert llm.settings.model == "gemini-2.5-flash"
-    assert call.context is not None
+    # What pipecat.flows gives the LLM as the call's one node is entered.
+    node = call.flow.start_node
+    functions = cast(list[FlowsFunctionSchema], node["functions"])
+    tools = ToolsSchema(standard_tools=[f.to_function_schema() for f in functions])
+    context = LLMContext(messages=cast(Any, plan.messages), tools=tools)
     params = await llm.get_llm_adapter().get_llm_invocation_params(
-        call.context, system_instruction=call.system_instruction
+        context, system_instruction=node.get("role_message")
     )
 
     assert params["system_instruction"] == "You are Ava."

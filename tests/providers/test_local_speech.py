@@ -18,7 +18,7 @@ from simulators.manager import Caller, ManagerSimulator
 from simulators.openai import OpenAISimulator, Reply
 from simulators.speech import speak
 from teamrunner.config import Settings
-from teamrunner.speech_models import SpeechModels
+from teamrunner.speech.models import SpeechModels
 
 from conftest import OPENAI_KEY
 

@@ -1,0 +1,99 @@
+"""Getting the process ready for its first call, in the background, while it already answers.
+
+The HTTP API comes up in well under a second, but a call needs pipecat, the
+provider SDKs and the speech models, which take seconds to import and load.
+Kept on the path to the first ``/health``, they would make every restart of
+the sidecar a window in which pipecat-manager's calls fail. So the runner
+serves at once, and a ``WarmUp`` imports the call stack and loads the models
+named in ``RUNNER_PRELOAD_MODELS`` in a worker thread: ``/ready`` says no until
+it is done, and a ``/run`` that arrives before then waits for it instead of
+failing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import time
+from collections.abc import Sequence
+
+from loguru import logger
+
+from teamrunner.errors import ConfigError
+from teamrunner.speech.models import MODELS, SpeechModels
+
+
+def preload_names(setting: str) -> tuple[str, ...]:
+    """``RUNNER_PRELOAD_MODELS`` as model names.
+
+    Raises:
+        ConfigError: naming a model the runner does not have.
+    """
+    names = tuple(n.strip() for n in setting.split(",") if n.strip())
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        raise ConfigError(
+            f"RUNNER_PRELOAD_MODELS names {', '.join(unknown)}: not a speech model; "
+            f"give any of {', '.join(MODELS)} (comma-separated), or leave it empty"
+        )
+    return names
+
+
+class WarmUp:
+    """Imports a call's modules and loads speech models off the event loop, once.
+
+    Args:
+        modules: What a call imports (e.g. ``run``), imported in this order.
+        models: The process's speech models.
+        preload: The models to load now.
+    """
+
+    def __init__(
+        self, modules: Sequence[str], models: SpeechModels, preload: Sequence[str]
+    ) -> None:
+        self._modules = tuple(modules)
+        self._models = models
+        self._preload = tuple(preload)
+        self._done = asyncio.Event()
+        self.failure: str | None = None
+        self.seconds: float | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self._done.is_set() and self.failure is None
+
+    def start(self) -> None:
+        """Begin warming up in the background (the event loop keeps serving)."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def wait(self) -> None:
+        """Return once warm; raise ``RuntimeError`` naming what failed if warming failed."""
+        self.start()
+        await self._done.wait()
+        if self.failure is not None:
+            raise RuntimeError(self.failure)
+
+    async def _run(self) -> None:
+        started = time.monotonic()
+        try:
+            await asyncio.to_thread(self._warm)
+        except Exception as e:  # the process stays up; /ready and /run say what failed
+            self.failure = f"warming up failed: {type(e).__name__}: {e}"
+            logger.error(self.failure)
+        else:
+            self.seconds = time.monotonic() - started
+            loaded = ", ".join(self._preload) or "no speech models"
+            logger.info(f"warm in {self.seconds:.2f}s: call modules imported, {loaded} loaded")
+        finally:
+            self._done.set()
+
+    def _warm(self) -> None:
+        for module in self._modules:
+            importlib.import_module(module)
+        self._models.preload(self._preload)
+
+    async def close(self) -> None:
+        if self._task is not None and not self._task.done():
+            await asyncio.wait({self._task})
