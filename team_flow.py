@@ -250,9 +250,7 @@ class TeamFlow:
         async def advertised_only(args: FlowArgs, flow_manager: FlowManager) -> Any:
             raise RuntimeError(f"tool {tool.name} must run through the LLM router's registration")
 
-        return offered(
-            tool.name, tool.description, advertised_only, tool.properties, tool.required
-        )
+        return offered(tool.name, tool.description, advertised_only, tool.properties, tool.required)
 
     def _transition_schema(
         self, member: MemberPlan, transition: TransitionPlan

@@ -282,6 +282,9 @@ class Admitted:
     voice_to_voice: list[float]
     worst_lateness: float
     threshold: float
+    measured: float  # the runner's own measure of its load when the ramp ended (/health)
+    cpu_share: float  # the runner's CPU while the admitted calls talked on, from /proc
+    other_cpu: float  # what everything else on the machine used meanwhile, steal included
 
 
 def pod_cores(workers: int, shared: bool) -> set[int]:
@@ -422,9 +425,16 @@ async def measure_admission(
                 else:
                     refused, in_a_row = refused + 1, in_a_row + 1
             # The calls it took talk on; their turns from now on are measured.
+            measured = (await http.get(f"{runner.url}/health")).json()["load"]["measured"]
             measuring.set()
+            cpu0, own0, all0 = runner.cpu_seconds(), _own_cpu(), _machine_cpu()
+            wall0 = time.monotonic()
             results = [result for _, result in taken]
             await asyncio.gather(*(r.enough.wait() for r in results))
+            wall = time.monotonic() - wall0
+            cpu_share = (runner.cpu_seconds() - cpu0) / wall
+            other = (_machine_cpu() - all0) - (runner.cpu_seconds() - cpu0) - (_own_cpu() - own0)
+            other_cpu = max(0.0, other) / wall
             stop.set()
             await asyncio.gather(*(task for task, _ in taken))
     return Admitted(
@@ -435,6 +445,9 @@ async def measure_admission(
         voice_to_voice=[v for r in results for v in r.voice_to_voice],
         worst_lateness=max((r.worst_lateness for r in results), default=float("nan")),
         threshold=threshold,
+        measured=measured,
+        cpu_share=cpu_share,
+        other_cpu=other_cpu,
     )
 
 
@@ -576,6 +589,9 @@ def report_admission(taken: Admitted, capacity: Capacity | None) -> tuple[Any, .
         percentile(taken.voice_to_voice, 50) * 1000,
         p95 * 1000,
         taken.worst_lateness * 1000,
+        taken.measured,
+        taken.cpu_share,
+        taken.other_cpu * 100,
         "yes" if kept_pace else "no",
     )
 
@@ -635,6 +651,9 @@ async def main(
                     "v2v p50 ms",
                     "v2v p95 ms",
                     "latest chunk vs slot ms",
+                    "runner's measure at the end",
+                    "runner CPU while they talk",
+                    "other load CPU %",
                     "admitted keep pace",
                 ],
                 admitted_rows,

@@ -24,7 +24,7 @@ from teamrunner.providers import endpoint_variables, key_variables
 
 # The share of one core a worker's calls may keep busy before a voice call would fall
 # behind real time, with a margin: set from bench/capacity.py (BENCHMARKS.md, section 5).
-DEFAULT_LOAD_THRESHOLD = 0.7
+DEFAULT_LOAD_THRESHOLD = 0.75
 
 # A token shorter than this is refused: it would be guessable, and too short to redact.
 MIN_TOKEN_LENGTH = 16

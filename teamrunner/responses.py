@@ -33,13 +33,14 @@ class CallKind(StrEnum):
     TEXT = "text"  # no caller audio, no voice: messages only
     SPEAKS = "speaks"  # a voice, but no caller audio
     VOICE = "voice"  # caller audio (VAD, turn-taking, STT), and usually a voice
+    TEAM_VOICE = "team_voice"  # a voice call of several members, through the routers
 
 
 class LoadReport(BaseModel):
     """How loaded a runner process is, and what it would admit now (``/ready``, ``/health``).
 
     Attributes:
-        measured: The median share of a core its calls kept busy over the last seconds.
+        measured: The mean share of a core its calls kept busy over the last seconds.
         pending: The cost of the calls admitted too recently to show in ``measured``.
         projected: ``measured`` plus ``pending``: what admission judges by.
         threshold: ``RUNNER_LOAD_THRESHOLD``; a call is admitted while the

@@ -11,18 +11,18 @@ local speech model.
 The projected load has two parts:
 
 * **Measured**: ``CpuMeter`` reads the process's CPU time every quarter
-  second and takes the median share of a core over the last three seconds,
+  second and takes the mean share of a core over the last six seconds,
   leaving out every quarter in which a call was starting. Starting is work
   that does not recur: a hundred text calls at once keep a core busy for a
   second or two, and the first call of a kind imports its provider's SDK;
-  counted, they would refuse the calls right behind them. The median, not
-  the mean, so a call ending or a garbage collection does not move it
-  either. What is left is the steady work of the calls that run, which is
-  what they keep adding.
-* **Pending**: a call shows in that median only once it has run for about
-  half the window outside starts. Until then (``PENDING_SECS`` of such
-  time after it came up, and while it starts) its own cost is added, so a
-  burst cannot overshoot before the measure catches up.
+  counted, they would refuse the calls right behind them. Six seconds is a
+  whole turn of a call (the caller speaks, the bot answers), so calls that
+  started together, and so speak and listen together, are measured at every
+  step of their turns, not at whichever the window happened to catch.
+* **Pending**: a call shows in that mean as it runs, a sixth of its cost
+  for every second of it the window holds. What does not show yet is added
+  at the call's cost (all of it while it starts, then less as the window
+  fills with it), so a burst cannot overshoot before the measure catches up.
 
 A call's cost is what ``bench/capacity.py`` measures a call of its kind to
 keep a core busy with (``CallCost``): next to nothing for a text call; the
@@ -41,17 +41,15 @@ import contextlib
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from teamrunner.responses import CallKind, LoadReport
 
-# How often the meter reads the process's CPU time, and over how long it takes the median.
+# How often the meter reads the process's CPU time, and over how long it takes the mean:
+# a whole turn of a call (the caller's line, the wait, the bot's answer).
 SAMPLE_SECS = 0.25
-WINDOW_SECS = 3.0
-# How long after it is admitted a call's cost is added to the measure: until the
-# median over the window has seen it run (half the window, and a second to get going).
-PENDING_SECS = WINDOW_SECS / 2 + 1.0
+WINDOW_SECS = 6.0
 
 
 @dataclass(frozen=True)
@@ -59,24 +57,32 @@ class CallCost:
     """The share of one core a call of each kind keeps busy, from ``bench/capacity.py``.
 
     Measured with the runner on a core of its own and the simulators on the
-    other (BENCHMARKS.md, section 5); a team member more adds little, since
-    only the active member's services carry the call's streams.
+    other, as the mean share of a core while the calls talk (BENCHMARKS.md,
+    section 5): a single AI's voice call 0.052 to 0.063, a three-member
+    team's 0.055 to 0.072. A team's costs more than its CPU says: its routers
+    add a hop to every frame, and a core running team calls falls behind at
+    a lower share of it (section 5), so it is counted at more. The costs of
+    text and speaking-only calls are estimates; they are rare, and cheap.
     """
 
     text: float = 0.002
     speaks: float = 0.015
-    voice: float = 0.045
+    voice: float = 0.055
+    team_voice: float = 0.08
 
     def of(self, kind: CallKind) -> float:
-        return {CallKind.TEXT: self.text, CallKind.SPEAKS: self.speaks, CallKind.VOICE: self.voice}[
-            kind
-        ]
+        return {
+            CallKind.TEXT: self.text,
+            CallKind.SPEAKS: self.speaks,
+            CallKind.VOICE: self.voice,
+            CallKind.TEAM_VOICE: self.team_voice,
+        }[kind]
 
 
-def call_kind(*, hears: bool, speaks: bool) -> CallKind:
-    """The kind of a call that has caller audio (``hears``) and a voice (``speaks``) or not."""
+def call_kind(*, hears: bool, speaks: bool, team: bool) -> CallKind:
+    """The kind of a call that has caller audio (``hears``), a voice (``speaks``), members."""
     if hears:
-        return CallKind.VOICE
+        return CallKind.TEAM_VOICE if team else CallKind.VOICE
     return CallKind.SPEAKS if speaks else CallKind.TEXT
 
 
@@ -86,7 +92,7 @@ class CpuMeter:
     The process's CPU time is read every ``SAMPLE_SECS``. An interval during
     which a call was starting (``starting``) is left out: starting a call is
     work that does not recur (and the first call of a kind imports its
-    provider's SDK, most of a core for a second). The load is the median of
+    provider's SDK, most of a core for a second). The load is the mean of
     the intervals left over the last ``WINDOW_SECS``, each weighed by its
     length; while starts leave none in the window, the last figure stands,
     and the calls admitted since are counted at their cost instead
@@ -160,23 +166,13 @@ class CpuMeter:
         while self._intervals and self._intervals[0][0] <= now - WINDOW_SECS:
             self._intervals.popleft()
         if self._intervals:
-            self._load = _weighted_median(self._intervals)
+            measured = sum(length for _, length, _ in self._intervals)
+            self._load = sum(length * share for _, length, share in self._intervals) / measured
 
     @property
     def load(self) -> float:
-        """The median share of a core over the window's clean intervals (the last, if none)."""
+        """The mean share of a core over the window's clean intervals (the last, if none)."""
         return self._load
-
-
-def _weighted_median(intervals: Iterable[tuple[float, float, float]]) -> float:
-    ordered = sorted(intervals, key=lambda interval: interval[2])
-    half = sum(length for _, length, _ in ordered) / 2
-    covered = 0.0
-    for _, length, share in ordered:
-        covered += length
-        if covered >= half:
-            return share
-    return ordered[-1][2]
 
 
 class Admission:
@@ -225,7 +221,7 @@ class Admission:
         self._pending[call_id] = (math.inf, self.costs.of(kind))
 
     def started(self, call_id: str) -> None:
-        """The call is up: its work shows in the measure after ``PENDING_SECS`` of clean time."""
+        """The call is up: its work shows in the measure as the window fills with it."""
         if call_id in self._pending:
             self._pending[call_id] = (self.meter.clean_secs, self._pending[call_id][1])
 
@@ -234,11 +230,20 @@ class Admission:
         self._pending.pop(call_id, None)
 
     def pending(self) -> float:
-        """The cost of the calls starting, or up too recently to show in the measure."""
-        horizon = self.meter.clean_secs - PENDING_SECS
-        for call_id in [c for c, (up, _) in self._pending.items() if up <= horizon]:
-            del self._pending[call_id]
-        return sum(cost for _, cost in self._pending.values())
+        """What the calls starting, or up too recently, will add that the measure does not show.
+
+        A call up for ``t`` seconds of the measure's time shows in its mean as
+        ``t / WINDOW_SECS`` of its cost; the rest is pending.
+        """
+        now = self.meter.clean_secs
+        total = 0.0
+        for call_id, (up, cost) in list(self._pending.items()):
+            unseen = 1.0 - max(0.0, now - up) / WINDOW_SECS
+            if unseen <= 0:
+                del self._pending[call_id]
+            else:
+                total += cost * unseen
+        return total
 
     def projected(self) -> float:
         return self.meter.load + self.pending()

@@ -113,7 +113,7 @@ class SessionRegistry:
             raise SessionConflict(
                 "a call with this id is already running; stop it first or use a new id"
             )
-        kind = call_kind(hears=plan.hears, speaks=plan.speaks)
+        kind = call_kind(hears=plan.hears, speaks=plan.speaks, team=plan.is_team)
         refusal = self.admission.refusal(kind, len(self._sessions))
         if refusal is not None:
             raise AtCapacity(f"{refusal}; try again shortly or on another runner")

@@ -17,7 +17,7 @@ import pytest
 
 from simulators.manager import Caller
 from simulators.openai import Reply
-from teamrunner.lifecycle.admission import PENDING_SECS, Admission, CallCost, CpuMeter
+from teamrunner.lifecycle.admission import WINDOW_SECS, Admission, CallCost, CpuMeter
 from teamrunner.responses import CallKind
 
 from conftest import Cloud
@@ -50,19 +50,22 @@ def run_sampled(meter: CpuMeter, clock: Clock, seconds: float, share: float) -> 
         meter.sample()
 
 
-def test_the_measure_is_the_steady_load_and_a_passing_spike_does_not_move_it() -> None:
+def test_the_measure_is_the_mean_over_a_whole_turn_whatever_the_phase() -> None:
     clock = Clock()
     meter = metered(clock)
-    run_sampled(meter, clock, 3.0, 0.30)
-    assert meter.load == pytest.approx(0.30)
+    # Calls that speak and listen together: 0.8 of a core for 2 s, 0.2 for 4 s.
+    for _ in range(3):
+        run_sampled(meter, clock, 2.0, 0.8)
+        run_sampled(meter, clock, 4.0, 0.2)
+    assert meter.load == pytest.approx(0.4)
+    # Caught in the quiet part of the turn, it still counts the busy part.
+    run_sampled(meter, clock, 2.0, 0.8)
+    run_sampled(meter, clock, 3.0, 0.2)
+    assert meter.load == pytest.approx((2 * 0.8 + 3 * 0.2 + 1 * 0.2) / 6)
 
-    # A second at full tilt (a call ending, a collection): a spike that passes.
-    run_sampled(meter, clock, 1.0, 1.0)
-    assert meter.load == pytest.approx(0.30)
-
-    # Load that stays shows once it has lasted half the window.
-    run_sampled(meter, clock, 2.0, 0.60)
-    assert meter.load == pytest.approx(0.60)
+    # Load that stays fills the window.
+    run_sampled(meter, clock, WINDOW_SECS, 0.6)
+    assert meter.load == pytest.approx(0.6)
 
 
 def test_starting_calls_is_left_out_of_the_measure_however_long_it_takes() -> None:
@@ -95,14 +98,15 @@ def test_calls_just_admitted_count_until_the_measure_sees_them() -> None:
     assert admitted == 4
     assert admission.refusal(CallKind.TEXT, 4) is None  # a text call still fits
 
-    # Up, they count until the measure has seen them run for PENDING_SECS.
+    # Up, they show in the measure as the window fills with them; the rest is pending.
     for n in range(4):
         admission.started(f"call-{n}")
-    run_sampled(meter, clock, PENDING_SECS - 0.25, 0.0)
-    assert admission.pending() == pytest.approx(0.2)
-    run_sampled(meter, clock, 0.25, 0.0)
+    run_sampled(meter, clock, WINDOW_SECS / 2, 0.2)
+    assert meter.load == pytest.approx(0.2)
+    assert admission.pending() == pytest.approx(0.1)
+    run_sampled(meter, clock, WINDOW_SECS / 2, 0.2)
     assert admission.pending() == 0
-    assert admission.refusal(CallKind.VOICE, 4) is None  # the measure says they cost nothing
+    assert admission.projected() == pytest.approx(0.2)
 
 
 def test_a_hard_cap_refuses_whatever_the_load() -> None:
@@ -140,11 +144,11 @@ async def test_a_hundred_text_calls_at_once_on_one_worker_are_all_admitted_and_a
     assert health["sessions"] == 100, health
 
 
-@pytest.mark.parametrize("one_worker", [{"RUNNER_LOAD_THRESHOLD": "0.12"}], indirect=True)
+@pytest.mark.parametrize("one_worker", [{"RUNNER_LOAD_THRESHOLD": "0.13"}], indirect=True)
 async def test_a_burst_of_voice_calls_stops_at_what_the_worker_can_carry(
     cloud: Cloud, one_worker: str, http: httpx.AsyncClient
 ) -> None:
-    # A voice call costs 0.045 of a core: two fit under 0.12, the third would not.
+    # A voice call costs 0.055 of a core: two fit under 0.13, the third would not.
     ids = [f"voice-{n}" for n in range(5)]
     for call_id in ids:
         cloud.manager.expect_call(call_id, caller=Caller(Caller.silence(0.2)))
@@ -166,13 +170,13 @@ async def test_a_burst_of_voice_calls_stops_at_what_the_worker_can_carry(
     assert 'runner_admits{kind="voice",worker="0"} 0.0' in metrics
 
 
-@pytest.mark.parametrize("one_worker", [{"RUNNER_LOAD_THRESHOLD": "0.046"}], indirect=True)
+@pytest.mark.parametrize("one_worker", [{"RUNNER_LOAD_THRESHOLD": "0.07"}], indirect=True)
 async def test_once_a_call_shows_in_the_measure_its_load_refuses_the_next_and_it_goes_on(
     cloud: Cloud, one_worker: str, http: httpx.AsyncClient
 ) -> None:
-    # One voice call fits under 0.046 on its cost alone; once it has run for
-    # PENDING_SECS only the measure counts it, and any real call costs more
-    # than the sliver of a core that would leave room for a second.
+    # One voice call (0.055 of a core) fits under 0.07 on its cost alone; once the
+    # measure's window is full of it only the measure counts it, and any real voice
+    # call costs more than the sliver of a core that would leave room for a second.
     cloud.openai.push(Reply.say("Hello."))
     call = cloud.manager.expect_call("voice-0", caller=Caller(Caller.silence(0.2)))
     assert (await http.post(f"{one_worker}/run", json=voice_request(id="voice-0"))).is_success
@@ -213,7 +217,7 @@ def two_workers(cloud: Cloud, tmp_path: Path) -> Iterator[str]:
 async def test_a_pool_offers_a_call_to_each_worker_before_it_refuses_it(
     cloud: Cloud, two_workers: str, http: httpx.AsyncClient
 ) -> None:
-    # A voice call costs 0.045: each worker carries one under 0.08, so the pod carries two.
+    # A voice call costs 0.055: each worker carries one under 0.08, so the pod carries two.
     ids = ["voice-0", "voice-1", "voice-2"]
     for call_id in ids:
         cloud.manager.expect_call(call_id, caller=Caller(Caller.silence(0.2)))

@@ -140,7 +140,12 @@ async def test_health_ready_calls_and_metrics_answer_for_the_whole_runner(
     for worker in health["workers"]:
         assert 0 <= worker["load"]["measured"] < 1
         assert worker["load"]["threshold"] == DEFAULT_LOAD_THRESHOLD
-        assert worker["load"]["admits"] == {"text": True, "speaks": True, "voice": True}
+        assert worker["load"]["admits"] == {
+            "text": True,
+            "speaks": True,
+            "voice": True,
+            "team_voice": True,
+        }
     assert 'runner_admits{kind="voice",worker="0"} 1.0' in metrics
     assert {c["id"] for c in listed} == {CALL_A, CALL_B}
     assert all(c["hears"] and c["speaks"] and not c["team"] for c in listed)
