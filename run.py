@@ -34,6 +34,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, cast
 
+from pipecat.audio.vad.vad_analyzer import VADAnalyzer
 from pipecat.flows import FlowManager
 from pipecat.observers.base_observer import BaseObserver
 from pipecat.pipeline.pipeline import Pipeline
@@ -81,6 +82,7 @@ class Call:
         voice: Watches the voice for stalls (None for a call that does not speak).
         activity: Times how long the call has been idle.
         policy: The call's remote policy (None without one).
+        vad: The caller's voice activity detector (None for a call with no caller audio).
     """
 
     plan: CallPlan
@@ -90,19 +92,25 @@ class Call:
     flow: TeamFlow
     ending: CallEnding
     voice: VoiceWatch | None
-    activity: ActivityWatch
+    activity: ActivityWatch | None
     policy: PolicyControl | None
+    vad: VADAnalyzer | None
 
     @property
     def active_member(self) -> MemberPlan:
         return self.flow.active
 
-    async def begin(self) -> None:
-        """Queue what makes the first member speak: the policy's state, its greeting, its node.
+    async def prepare(self) -> None:
+        """Ask the remote policy, if any, for the call's first state, before the call runs.
 
         Raises:
             StartError: the remote policy gave no first state.
         """
+        if self.policy is not None:
+            await self.policy.start()
+
+    async def begin(self) -> None:
+        """Queue what makes the first member speak, once the pipeline runs."""
         await self.flow.start()
 
     async def tell_manager_error(self, error: str, *, fatal: bool) -> None:
@@ -171,7 +179,18 @@ def build_call(
     bridge = flow.tool_handler(ToolBridge(plan.id, runtime.manager, flow.tool, journal))
     for name in flow.tool_names():
         slots.llm.register_function(name, bridge, cancel_on_interruption=True)
-    return Call(plan, worker, transport, components, flow, ending, voice, activity, policy)
+    return Call(
+        plan,
+        worker,
+        transport,
+        components,
+        flow,
+        ending,
+        voice,
+        activity,
+        policy,
+        turn_params.vad_analyzer,
+    )
 
 
 def _says_lines(plan: CallPlan) -> bool:

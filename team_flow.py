@@ -39,8 +39,7 @@ carries the policy's current prompt (after the member's own) and tools, and
 is built afresh each time it is entered; a policy transition whose
 ``node_id`` is a member's id hands the call over through ``hand_over``,
 exactly as a transition function does (the policy's ``say`` is its handoff
-line, and pipecat-manager is told under the policy tool's name). The
-policy's first state is asked for in ``start``, before anything is said.
+line, and pipecat-manager is told under the policy tool's name).
 
 ``TeamFlow.active`` is the one place that says which member has the call.
 
@@ -77,6 +76,7 @@ from pipecat.frames.frames import (
     LLMUpdateSettingsFrame,
     VADParamsUpdateFrame,
 )
+from pipecat.services.llm_service import LLMService
 from pipecat.services.settings import LLMSettings
 
 from routing.services import Slots
@@ -141,7 +141,7 @@ class TeamFlow:
         self.active: MemberPlan = plan.start_member
         # A member's model is set on its LLM when it takes the call: members of one
         # account share an LLM, built with whichever member's model came first.
-        self._models: dict[object, str] = dict(slots.built_models())
+        self._models: dict[LLMService, str] = dict(slots.built_models())
         self._notifications: set[asyncio.Task[bool]] = set()
         self._batch = ToolBatch(
             {t.name for m in plan.members.values() for t in m.transitions}, self.tool_names()
@@ -193,17 +193,13 @@ class TeamFlow:
         return node
 
     async def start(self) -> None:
-        """Give the start member the call: the policy's first state, its greeting, its node.
+        """Give the start member the call: its model, its greeting, then its node.
 
         A caller's turn the history ends with is answered as the node is
         entered, right behind the greeting, which the plan already put in the
-        context before that turn.
-
-        Raises:
-            StartError: the remote policy gave no first state.
+        context before that turn. A remote policy's first state was had
+        before the call ran (``PolicyControl.start``).
         """
-        if self._policy is not None:
-            await self._policy.start()
         await self._set_model(self.active)
         if self.active.greeting:
             await self._lines.say(self.active.greeting, remember=not self._plan.pending_turn)

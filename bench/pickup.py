@@ -1,13 +1,17 @@
-"""Call pickup: POST /run to 200, and to the output socket connected, by team size.
+"""Call pickup: POST /run to 200, to the output socket connected, and to the first words.
 
 Teams of 1, 5, 10 and 20 members, half of them sharing settings (so a team
 of 10 has 5 distinct LLM models, voices and STT languages), against a
 single-AI call measured in the same run, for text calls (no speech) and voice
 calls (Deepgram and Cartesia simulators, each distinct setting one websocket
-to open). It also counts the connections each call opened at the simulators:
-they must equal the distinct settings.
+to open). Every call's AI opens by asking its LLM, so "first words" is the
+call's first turn as pipecat-manager sees it: from ``POST /run`` to the bot's
+first ``bot-llm-text`` (text calls) or first audio (voice calls). It also
+counts the connections each call opened at the simulators: they must equal
+the distinct settings. ``--root`` measures another checkout's ``main.py``
+(e.g. a git worktree of an older commit), for a before and after in one session.
 
-    python -m bench.pickup [--rounds 12]
+    python -m bench.pickup [--rounds 12] [--root ../other-checkout]
 """
 
 from __future__ import annotations
@@ -15,11 +19,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
 
-from bench.harness import RunnerProcess, banner, percentile, table
+from bench.harness import ROOT, RunnerProcess, banner, percentile, table
 from simulators.cloud import Cloud
 
 SIZES = (1, 5, 10, 20)
@@ -85,8 +90,9 @@ def team_request(call_id: str, size: int, voice: bool) -> dict[str, Any]:
 
 async def pick_up(
     cloud: Cloud, runner: RunnerProcess, http: httpx.AsyncClient, body: dict[str, Any]
-) -> tuple[float, float, int, int]:
-    """One call: seconds to 200, to the output socket, and the STT and TTS sockets it opened."""
+) -> tuple[float, float, int, int, float]:
+    """One call: seconds to 200, to the output socket, the STT and TTS sockets it opened,
+    and seconds to its first words."""
     call_id = body["id"]
     call = cloud.manager.expect_call(call_id)
     stt_before, tts_before = cloud.deepgram.connections_opened, cloud.cartesia.connections_opened
@@ -97,6 +103,12 @@ async def pick_up(
         raise RuntimeError(f"/run failed: {response.text}")
     connected_at = call.connected_at("output")
     assert connected_at is not None
+    if "tts_type" in body:
+        await call.wait(lambda c: bool(c.audio_chunks()), 10, "the first words")
+        first_words = call.audio_chunks()[0].at
+    else:
+        [first, *_] = await call.wait_rtvi("bot-llm-text", timeout=10)
+        first_words = first.at
     await http.post(f"{runner.url}/stop", params={"id": call_id})
     await call.wait_closed(timeout=10)
     return (
@@ -104,20 +116,21 @@ async def pick_up(
         connected_at - started,
         cloud.deepgram.connections_opened - stt_before,
         cloud.cartesia.connections_opened - tts_before,
+        first_words - started,
     )
 
 
-async def main(rounds: int) -> None:
-    banner("Call pickup")
+async def main(rounds: int, root: Path) -> None:
+    banner(f"Call pickup ({root})")
     cloud = Cloud()
     async with (
         cloud,
-        RunnerProcess(cloud.environment()) as runner,
+        RunnerProcess(cloud.environment(), root=root) as runner,
         httpx.AsyncClient(timeout=60) as http,
     ):
         kinds = [("single", 1)] + [("team", size) for size in SIZES]
         for voice in (False, True):
-            results: dict[tuple[str, int], list[tuple[float, float, int, int]]] = {
+            results: dict[tuple[str, int], list[tuple[float, float, int, int, float]]] = {
                 k: [] for k in kinds
             }
             for round_ in range(rounds + 2):
@@ -136,6 +149,7 @@ async def main(rounds: int) -> None:
             for (kind, size), runs in results.items():
                 answered = [r[0] * 1000 for r in runs]
                 connected = [r[1] * 1000 for r in runs]
+                first_words = [r[4] * 1000 for r in runs]
                 rows.append(
                     (
                         "single AI" if kind == "single" else f"team of {size}",
@@ -143,6 +157,8 @@ async def main(rounds: int) -> None:
                         percentile(answered, 50),
                         percentile(answered, 95),
                         percentile(connected, 50),
+                        percentile(first_words, 50),
+                        percentile(first_words, 95),
                         percentile(answered, 50) / (single_p50 * 1000),
                         f"{runs[-1][2]} / {runs[-1][3]}" if voice else "-",
                     )
@@ -156,6 +172,8 @@ async def main(rounds: int) -> None:
                         "to 200 p50 ms",
                         "to 200 p95 ms",
                         "to output socket p50 ms",
+                        "to first words p50 ms",
+                        "to first words p95 ms",
                         "p50 / single",
                         "STT / TTS sockets",
                     ],
@@ -168,4 +186,6 @@ async def main(rounds: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=12)
-    asyncio.run(main(parser.parse_args().rounds))
+    parser.add_argument("--root", type=Path, default=ROOT, help="another checkout to measure")
+    args = parser.parse_args()
+    asyncio.run(main(args.rounds, args.root))

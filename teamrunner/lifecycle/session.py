@@ -70,13 +70,16 @@ class BuiltCall(Protocol):
         """The member who has the call now."""
         ...
 
-    async def begin(self) -> None:
-        """Queue what makes the first AI speak, once the worker runs.
+    async def prepare(self) -> None:
+        """Get what the call needs before it runs (its remote policy's first state).
 
         Raises:
-            StartError: something the call needs before its first words failed
-                (its remote policy); nothing of the call runs yet.
+            StartError: it could not be had; nothing of the call runs yet.
         """
+        ...
+
+    async def begin(self) -> None:
+        """Queue what makes the first member speak, once the pipeline runs."""
         ...
 
     async def tell_manager_error(self, error: str, *, fatal: bool) -> None:
@@ -157,7 +160,7 @@ class Session:
         await runner.add_workers(call.worker)
         try:
             # May ask a remote policy for the call's first state, and fail.
-            await call.begin()
+            await call.prepare()
         except BaseException:
             self._set_end(EndReason.START_FAILED, "the call could not start")
             await call.close()
@@ -171,6 +174,8 @@ class Session:
         except StartError:
             await self.stop(EndReason.START_FAILED, "the call could not start")
             raise
+        # Its processors are set up now, and those that say lines can queue them.
+        await call.begin()
         self.startup_secs = time.monotonic() - self.started_at
         if call.activity is not None:
             self._idle = asyncio.get_running_loop().create_task(self._end_when_idle(call.activity))

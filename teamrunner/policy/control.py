@@ -2,7 +2,7 @@
 
 ``PolicyControl`` stands between a call's LLM and its ``policy.PolicyClient``.
 It asks the service for the first state before the call says anything
-(``start``, from ``team_flow.TeamFlow.start``; a failure there fails the start, with
+(``start``, from ``run.Call.prepare``; a failure there fails the start, with
 the component "remote policy"), offers the model the policy's tools beside
 the call's own, and runs each policy tool the model calls:
 
