@@ -120,6 +120,7 @@ class Session:
         self._task: asyncio.Task[None] | None = None
         self._stopping: asyncio.Task[None] | None = None
         self._idle: asyncio.Task[None] | None = None
+        self._beginning: asyncio.Task[None] | None = None
 
     @property
     def id(self) -> str:
@@ -174,11 +175,13 @@ class Session:
         except StartError:
             await self.stop(EndReason.START_FAILED, "the call could not start")
             raise
-        # Its processors are set up now, and those that say lines can queue them.
-        await call.begin()
         self.startup_secs = time.monotonic() - self.started_at
+        loop = asyncio.get_running_loop()
+        # Its processors are set up now, and those that say lines can queue them. The
+        # call is up: /run answers while its first words are on their way.
+        self._beginning = loop.create_task(self._begin(call))
         if call.activity is not None:
-            self._idle = asyncio.get_running_loop().create_task(self._end_when_idle(call.activity))
+            self._idle = loop.create_task(self._end_when_idle(call.activity))
         kind = f"team of {len(self.plan.members)}" if self.plan.is_team else "single AI"
         logger.info(f"call up in {self.startup_secs:.3f}s ({kind})")
 
@@ -247,6 +250,13 @@ class Session:
             self.journal.end_reason = reason
             self.end_detail = detail
 
+    async def _begin(self, call: BuiltCall) -> None:
+        try:
+            await call.begin()
+        except Exception as e:
+            logger.exception(f"the call could not begin: {type(e).__name__}")
+            self.end_soon(EndReason.FAILED, f"the call could not begin: {type(e).__name__}")
+
     async def _end_when_idle(self, activity: ActivityWatch) -> None:
         await activity.idle()
         logger.info("ending the call: idle for RUNNER_SESSION_IDLE_SECS")
@@ -259,8 +269,9 @@ class Session:
             logger.exception(f"pipeline failed: {type(e).__name__}")
             self._set_end(EndReason.FAILED, f"pipeline failed: {type(e).__name__}")
         finally:
-            if self._idle is not None:
-                self._idle.cancel()
+            for task in (self._idle, self._beginning):
+                if task is not None:
+                    task.cancel()
             if self.call is not None:
                 await self.call.close()
             self.runtime.redactor.discard(self.plan.secrets())
