@@ -80,13 +80,13 @@ from pipecat.services.llm_service import LLMService
 from pipecat.services.settings import LLMSettings
 
 from routing.services import Slots
-from teamrunner.call.carryover import SummaryError, caller_last_turn, replacing, summary_message
+from teamrunner.call.carryover import caller_last_turn, replacing, summary_message
 from teamrunner.call.ending import CallEnding
 from teamrunner.call.functions import offered
 from teamrunner.call.lines import Lines
 from teamrunner.call.tool_batch import Handler, ToolBatch
 from teamrunner.contract import ContextMode
-from teamrunner.errors import MemberSwitchError
+from teamrunner.errors import MemberSwitchError, SummaryError
 from teamrunner.manager.client import ManagerClient
 from teamrunner.observe.journal import CallJournal
 from teamrunner.observe.tracing import handoff_span
