@@ -13,13 +13,16 @@ services (``routing.services``). The transport (``input``, ``output``) is
 handed in from above: pipecat-manager's sockets in production.
 
 The bracketed parts exist only when needed: ``input`` and the STT when the
-call has caller audio (``stt_type``), the TTS and ``heard words``
+call has caller audio (``stt_type``) and its transport an input, ``caller
+audio stop`` (``teamrunner.call.caller_audio``) when it has caller audio, the
+``LLM fallback`` (``teamrunner.call.fallback``), the TTS and ``heard words``
 (``teamrunner.call.heard``) when its replies are spoken (``tts_type``),
 ``lines`` (``teamrunner.call.lines``: greetings, handoff lines, nudges,
 goodbyes, and when the caller has heard them) when the call says lines of
 its own, ``idle`` (``teamrunner.call.idle``) when it asks for idle nudges,
 and ``cut-off calls`` (``teamrunner.call.cut_off_calls``) when the model is
-offered functions.
+offered functions. pipecat's worker puts its RTVI processor
+(``teamrunner.manager.events.ManagerRTVI``) ahead of them all.
 
 Each object gets what it needs when it is made: the processors first (those
 that queue frames get the worker from pipecat at setup), then the worker,

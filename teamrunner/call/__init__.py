@@ -16,6 +16,7 @@ lifecycle: each gets what it needs when it is made.
     voice_watch.py    noticing a voice that stops producing audio
     caller_audio.py   where caller audio stops travelling down the pipeline
     carryover.py      what the next member's LLM sees after a transition
+    functions.py      the one way a function is offered to a member's LLM (a flows schema)
     tool_batch.py     a response's function calls as one batch (a transition waits for its tools)
     cut_off_calls.py  function calls the caller cut off, settled in order
 """
