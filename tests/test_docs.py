@@ -1,20 +1,23 @@
-"""The README is true to the code: every variable, every module, every path, and links that resolve.
+"""The docs are true to the code: the README's variables, modules, paths and links; the error tree.
 
 A clone has only this repository, so every link and every path the README
 names must be a file or folder in it; an operator reads the README for the
 variables, so each one the runner reads must be there; a newcomer reads its
 layout table, so each module must be, and each file a row names must be in
-that row's folder.
+that row's folder. The error hierarchy is read from its drawing in
+``teamrunner/errors.py``, so the drawing must hold every ``RunnerError``.
 """
 
 from __future__ import annotations
 
+import ast
 import fnmatch
 import os
 import re
 from itertools import takewhile
 from pathlib import Path
 
+import teamrunner.errors
 from teamrunner.config import Settings
 from teamrunner.providers import endpoint_variables, key_variables
 
@@ -111,3 +114,24 @@ def test_each_file_a_layout_row_names_is_in_that_rows_folder() -> None:
             if "/" not in name and not (folder / name).exists():
                 missing.append(f"{first}: {name}")
     assert missing == []
+
+
+def runner_errors() -> set[str]:
+    """Every class of the runtime that derives from ``RunnerError``, wherever it is defined."""
+    sources = [*(ROOT / "teamrunner").rglob("*.py"), *(ROOT / "routing").rglob("*.py")]
+    sources += [ROOT / "main.py", ROOT / "run.py", ROOT / "team_flow.py"]
+    bases: dict[str, set[str]] = {}
+    for source in sources:
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.ClassDef):
+                bases[node.name] = {ast.unparse(b).split(".")[-1] for b in node.bases}
+    errors = {"RunnerError"}
+    while grown := {name for name, of in bases.items() if of & errors} - errors:
+        errors |= grown
+    return errors
+
+
+def test_the_error_tree_draws_every_runner_error_and_no_other() -> None:
+    assert teamrunner.errors.__doc__ is not None
+    drawn = set(re.findall(r"(?:── |^    )(\w+)\*?\s", teamrunner.errors.__doc__, re.M))
+    assert drawn == runner_errors()
