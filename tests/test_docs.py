@@ -1,11 +1,12 @@
-"""The docs are true to the code: the README's variables, modules, paths and links; the error tree.
+"""The docs are true to the code: README variables, modules, paths, links; errors; packages.
 
 A clone has only this repository, so every link and every path the README
 names must be a file or folder in it; an operator reads the README for the
 variables, so each one the runner reads must be there; a newcomer reads its
 layout table, so each module must be, and each file a row names must be in
 that row's folder. The error hierarchy is read from its drawing in
-``teamrunner/errors.py``, so the drawing must hold every ``RunnerError``.
+``teamrunner/errors.py``, so the drawing must hold every ``RunnerError``; a
+package is read from its ``__init__`` docstring, so that must name each module.
 """
 
 from __future__ import annotations
@@ -135,3 +136,21 @@ def test_the_error_tree_draws_every_runner_error_and_no_other() -> None:
     assert teamrunner.errors.__doc__ is not None
     drawn = set(re.findall(r"(?:── |^    )(\w+)\*?\s", teamrunner.errors.__doc__, re.M))
     assert drawn == runner_errors()
+
+
+def test_each_package_names_each_of_its_modules_and_packages() -> None:
+    tops = [
+        p
+        for p in ROOT.iterdir()
+        if p.is_dir() and not p.name.startswith(".") and not made_by_commands(p.name)
+    ]
+    missing = []
+    for init in (init for top in tops for init in top.rglob("__init__.py")):
+        package = init.parent
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        named = set(re.findall(r"(?<![\w/.])(\w+\.py|\w+/)", doc))
+        modules = {p.name for p in package.glob("*.py") if p.stem not in ("__init__", "__main__")}
+        packages = {f"{p.parent.name}/" for p in package.glob("*/__init__.py")}
+        unnamed = (modules | packages) - named
+        missing += [f"{package.relative_to(ROOT)}: {n}" for n in sorted(unnamed)]
+    assert missing == []
