@@ -56,6 +56,7 @@ from teamrunner.call.fallback import LLMFallback
 from teamrunner.call.heard import HeardWords
 from teamrunner.call.idle import IdleNudges
 from teamrunner.call.lines import Lines
+from teamrunner.call.observer import CallObserver, ProviderNames
 from teamrunner.call.voice_watch import VoiceWatch
 from teamrunner.config import Settings
 from teamrunner.lifecycle.runtime import Runtime
@@ -63,7 +64,6 @@ from teamrunner.manager.events import ManagerRTVI, rtvi_error
 from teamrunner.manager.tools import ToolBridge
 from teamrunner.manager.transport import SAMPLE_RATE
 from teamrunner.observe.journal import CallJournal
-from teamrunner.observe.observer import CallObserver, ProviderNames
 from teamrunner.plan import CallPlan, MemberPlan
 from teamrunner.policy.control import PolicyControl
 from teamrunner.speech.turn_taking import user_params
