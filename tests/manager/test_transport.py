@@ -18,9 +18,16 @@ import contextlib
 import time
 from collections.abc import AsyncIterator
 
-from pipecat.frames.frames import EndFrame, InterruptionFrame, TTSAudioRawFrame
+from pipecat.frames.frames import (
+    EndFrame,
+    Frame,
+    InputAudioRawFrame,
+    InterruptionFrame,
+    TTSAudioRawFrame,
+)
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineWorker
+from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.workers.runner import WorkerRunner
 
 from simulators.manager import Caller
@@ -86,3 +93,48 @@ async def test_no_audio_from_before_a_barge_in_leaves_after_the_flush(cloud: Clo
             flush = call.flushes()[-1]
             late = [chunk for chunk in call.audio_chunks() if chunk.seq > flush.seq]
             assert late == [], f"barge-in {barge_in}: {len(late)} chunk(s) after FLUSH_MEDIA"
+
+
+class Heard(FrameProcessor):
+    """Keeps the caller audio that reaches it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.frames: list[InputAudioRawFrame] = []
+        self.got_all = asyncio.Event()
+        self.expected_bytes = 0
+
+    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
+        await super().process_frame(frame, direction)
+        if isinstance(frame, InputAudioRawFrame):
+            self.frames.append(frame)
+            if sum(len(f.audio) for f in self.frames) >= self.expected_bytes:
+                self.got_all.set()
+        await self.push_frame(frame, direction)
+
+
+async def test_caller_audio_reaches_the_pipeline_in_order_and_joined(cloud: Cloud) -> None:
+    # Two seconds of distinct samples, sent as fast as the socket takes them
+    # from the moment it opens: some of it before the pipeline has started.
+    said = b"".join(i.to_bytes(2, "little") for i in range(SAMPLE_RATE * 2))
+    caller = Caller(Caller.pcm(said, SAMPLE_RATE), realtime=False, speed=0, start="on_connect")
+    cloud.manager.expect_call(CALL_ID, caller=caller)
+    sockets = open_sockets(
+        cloud.manager.ws_url, CALL_ID, hears=True, redactor=Redactor(), caller_audio_ms=40
+    )
+    assert sockets.input_socket is not None
+    heard = Heard()
+    heard.expected_bytes = len(said)
+    worker = PipelineWorker(Pipeline([sockets.input_socket.input(), heard]))
+    runner = WorkerRunner(handle_sigint=False)
+    await runner.add_workers(worker)
+    running = asyncio.create_task(runner.run())
+    try:
+        await asyncio.wait_for(heard.got_all.wait(), 10)
+    finally:
+        await worker.queue_frame(EndFrame())
+        await asyncio.wait_for(running, 10)
+
+    assert b"".join(f.audio for f in heard.frames)[: len(said)] == said
+    # Go's 20 ms frames, joined in twos.
+    assert {len(f.audio) for f in heard.frames[:-1]} == {SAMPLE_RATE * 2 * 40 // 1000}
