@@ -38,6 +38,13 @@ module touches one. Pinned pipecat 1.14 has no public seam for any of them:
   ``test_llm_switches_before_set_active_member_returns`` and
   ``test_strategy_activate_refuses_a_failed_or_foreign_service``.
 
+Not here: pipecat behaviour the runner relies on through public names
+only. The voice router's wait at a handoff (``routing/tts.py``) queues a
+marker into the previous voice with ``queue_frame`` and relies on a TTS
+service letting it out only behind the audio it is still making; the
+handoff tests in ``tests/call/test_handoff_line.py`` fail if that changes.
+The routers' shortcut (``routing/router.py``) has its own fingerprint test.
+
 The package imports pipecat and nothing of the runner's, so any layer may use
 it; it imports none of its modules itself, so a vendor's (Deepgram, Whisper,
 Piper, ONNX Runtime) is loaded only when a call needs it.
