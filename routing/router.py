@@ -19,7 +19,8 @@ gets there.
 
 Why the LLM router switches at once: see ``routing/llm.py``. Both ways go
 through ``RoutingStrategy``, pipecat's manual strategy with a method for the
-immediate case; which member is active is decided by ``team_flow.TeamFlow``.
+immediate case (``teamrunner.pipecat_internals.switcher``, since that takes a
+pipecat private); which member is active is decided by ``team_flow.TeamFlow``.
 
 This module does not decide which member is active, build providers, or know
 about pipecat.flows.
@@ -38,10 +39,11 @@ from pipecat.frames.frames import (
     ManuallySwitchServiceFrame,
     UserSpeakingFrame,
 )
-from pipecat.pipeline.service_switcher import ServiceSwitcher, ServiceSwitcherStrategyManual
+from pipecat.pipeline.service_switcher import ServiceSwitcher
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
 from teamrunner.errors import MemberSwitchError
+from teamrunner.pipecat_internals.switcher import RoutingStrategy
 
 SpecT = TypeVar("SpecT", bound=Hashable)
 ServiceT = TypeVar("ServiceT", bound=FrameProcessor)
@@ -101,24 +103,6 @@ def ordered_services(
         if service is not None and service not in services:
             services.append(service)
     return services
-
-
-class RoutingStrategy(ServiceSwitcherStrategyManual):
-    """pipecat's manual strategy, which can also switch at once.
-
-    A ``ManuallySwitchServiceFrame`` switches as with the manual strategy
-    (the STT and TTS routers). ``activate`` switches without waiting for a
-    frame to arrive (the LLM router).
-    """
-
-    async def activate(self, service: FrameProcessor) -> FrameProcessor | None:
-        """Make ``service`` the active service now.
-
-        Returns:
-            ``service``; or None, and nothing changes, if it is not one of the
-            switcher's services or can no longer be used.
-        """
-        return await self._set_active_if_available(service)
 
 
 # The shortcut: the frame types the routers hand straight to the active

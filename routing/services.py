@@ -136,18 +136,18 @@ class ServiceBuilder:
     Args:
         plan: The call's plan.
         shared: What providers share across calls (clients, models).
-        voice_handover_secs: How long the team's voice router waits for the
-            previous voice at a switch (``RoutingTTSService``).
+        voice_stall_secs: How long the team's voice router waits, at a switch,
+            for a previous voice that makes no audio (``RoutingTTSService``).
 
     Attributes:
         components: Each service that must come up, with the name a failure is reported under.
         providers: Each service's kind and provider, by processor name.
     """
 
-    def __init__(self, plan: CallPlan, shared: SharedResources, voice_handover_secs: float) -> None:
+    def __init__(self, plan: CallPlan, shared: SharedResources, voice_stall_secs: float) -> None:
         self._plan = plan
         self._shared = shared
-        self._handover = voice_handover_secs
+        self._voice_stall = voice_stall_secs
         self.components: list[tuple[str, FrameProcessor]] = []
         self.providers: dict[str, tuple[str, str]] = {}
 
@@ -192,7 +192,7 @@ class ServiceBuilder:
             tts = RoutingTTSService(
                 ttss.for_members(tts_specs),
                 plan.start_member_id,
-                handover_timeout_secs=self._handover,
+                stall_secs=self._voice_stall,
             )
             self._name_pooled("TTS", ttss, tts_specs)
         return Routers(llm=llm, stt=stt, tts=tts)

@@ -13,8 +13,11 @@ before the previous voice has finished. So on a switch the router hands the
 previous voice a marker, which a pipecat TTS service queues behind the audio
 it is still making (as it queues every frame that follows a reply), and holds
 what follows the switch until the marker comes back out; then it switches.
-A barge-in cuts the previous voice off anyway, so it switches at once; so
-does a voice that has not finished within ``handover_timeout_secs``.
+That follows the previous voice's real end, however long its last words take
+to make. A barge-in cuts the previous voice off anyway, so it switches at
+once; so does a previous voice that stalls, making no audio for
+``stall_secs`` (``RUNNER_TTS_TIMEOUT_SECS``), as a voice that has wedged
+would never hand the marker back.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from pipecat.frames.frames import (
     Frame,
     InterruptionFrame,
     ManuallySwitchServiceFrame,
+    TTSAudioRawFrame,
 )
 from pipecat.processors.frame_processor import FrameDirection
 from pipecat.services.tts_service import TTSService
@@ -47,7 +51,7 @@ class RoutingTTSService(MemberRouting[TTSService]):
     Args:
         by_member: Member id to that member's voice; members may share one.
         start_member_id: The member whose voice is active at the start.
-        handover_timeout_secs: How long a switch waits for the previous voice.
+        stall_secs: How long a switch waits for a previous voice that makes no audio.
     """
 
     kind = "TTS"
@@ -57,13 +61,15 @@ class RoutingTTSService(MemberRouting[TTSService]):
         by_member: Mapping[str, TTSService | None],
         start_member_id: str,
         *,
-        handover_timeout_secs: float = 5.0,
+        stall_secs: float = 5.0,
     ) -> None:
         super().__init__(by_member, start_member_id)
-        self._handover_timeout = handover_timeout_secs
+        self._stall_secs = stall_secs
         self._switch: ManuallySwitchServiceFrame | None = None
         self._marker: _PreviousVoiceDone | None = None
-        self._deadline: asyncio.Task[None] | None = None
+        self._stall_watch: asyncio.Task[None] | None = None
+        # Set each time the previous voice makes audio while a switch is held.
+        self._audio_made = asyncio.Event()
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         if (
@@ -86,6 +92,9 @@ class RoutingTTSService(MemberRouting[TTSService]):
             if frame is self._marker:
                 await self._finish_handover()
             return
+        if self._switch is not None and isinstance(frame, TTSAudioRawFrame):
+            # Only the previous voice is making audio while the switch is held.
+            self._audio_made.set()
         await super().push_frame(frame, direction)
 
     async def _hand_over(self, switch: ManuallySwitchServiceFrame) -> None:
@@ -97,28 +106,35 @@ class RoutingTTSService(MemberRouting[TTSService]):
         self._marker.interruptible = False
         await self.pause_processing_frames()
         await self.strategy.active_service.queue_frame(self._marker)
-        self._deadline = self.create_task(self._give_up_waiting(), name="voice-handover")
+        self._audio_made.clear()
+        self._stall_watch = self.create_task(self._watch_for_a_stall(), name="voice-handover")
 
-    async def _give_up_waiting(self) -> None:
-        await asyncio.sleep(self._handover_timeout)
-        self._deadline = None
+    async def _watch_for_a_stall(self) -> None:
+        """Switch anyway once the previous voice has made no audio for ``stall_secs``."""
+        while True:
+            try:
+                await asyncio.wait_for(self._audio_made.wait(), self._stall_secs)
+            except TimeoutError:
+                break
+            self._audio_made.clear()
+        self._stall_watch = None
         logger.warning(
-            f"{self}: the previous voice did not finish within {self._handover_timeout:g}s; "
-            "switching anyway"
+            f"{self}: the previous voice made no audio for {self._stall_secs:g}s "
+            "and has not finished; switching anyway"
         )
         await self._finish_handover()
 
     async def _finish_handover(self) -> None:
         switch, self._switch, self._marker = self._switch, None, None
-        if self._deadline is not None and self._deadline is not asyncio.current_task():
-            await self.cancel_task(self._deadline)
-        self._deadline = None
+        if self._stall_watch is not None and self._stall_watch is not asyncio.current_task():
+            await self.cancel_task(self._stall_watch)
+        self._stall_watch = None
         if switch is not None:
             await super().process_frame(switch, FrameDirection.DOWNSTREAM)
             await self.resume_processing_frames()
 
     async def cleanup(self) -> None:
         await super().cleanup()
-        if self._deadline is not None:
-            await self.cancel_task(self._deadline)
-            self._deadline = None
+        if self._stall_watch is not None:
+            await self.cancel_task(self._stall_watch)
+            self._stall_watch = None

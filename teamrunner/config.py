@@ -89,7 +89,8 @@ class Settings:
         llm_fallback_line: What the caller hears, in the member's voice, when the
             LLM fails or stalls.
         tts_timeout_secs: A voice that produces no audio for this long after
-            being given text is reported as stalled.
+            being given text is reported as stalled, and a handoff stops
+            waiting for it to finish.
         caller_audio_ms: The caller audio frames the pipeline gets are joined from
             pipecat-manager's 20 ms frames to at least this long (0 or 20: as sent).
         provider_metrics: Whether pipecat measures providers' time to first byte

@@ -4,7 +4,9 @@ pipecat-manager listens; the runner dials ``/{id}/ws?direction=input`` (caller
 audio and ``send-text``, opened only when the call has caller audio) and
 ``/{id}/ws?direction=output`` (bot audio, ``FLUSH_MEDIA``, RTVI events). Both
 carry pipecat's protobuf frames. Two behaviours differ from pipecat's stock
-websocket client, and each has a subclass here:
+websocket client, and each has a subclass here (on the adapters in
+``teamrunner.pipecat_internals.websocket_client``, which hold the pipecat
+privates they take):
 
 * Output is not paced. Go hands bot audio to the media server as fast as it
   arrives and the media server plays it out in real time, so the runner sends
@@ -45,11 +47,13 @@ from pipecat.transports.websocket.client import (
     WebsocketClientInputTransport,
     WebsocketClientOutputTransport,
     WebsocketClientParams,
+    WebsocketClientSession,
     WebsocketClientTransport,
 )
 
 from teamrunner.manager.urls import socket_url
 from teamrunner.observe.redaction import Redactor
+from teamrunner.pipecat_internals.websocket_client import UnpacedClientOutput, WebsocketClient
 from teamrunner.transport import Link
 
 FLUSH_MEDIA = "FLUSH_MEDIA"
@@ -75,7 +79,7 @@ class RedactingSerializer(ProtobufFrameSerializer):
         return await super().serialize(frame)
 
 
-class UnpacedOutputTransport(WebsocketClientOutputTransport):
+class UnpacedOutputTransport(UnpacedClientOutput):
     """Sends bot audio as soon as it is produced, and ``FLUSH_MEDIA`` on barge-in.
 
     Nothing made before a barge-in may leave after its ``FLUSH_MEDIA``: the
@@ -92,9 +96,6 @@ class UnpacedOutputTransport(WebsocketClientOutputTransport):
         super().__init__(*args, **kwargs)
         self._flushed_before_id = -1
 
-    async def _write_audio_sleep(self) -> None:
-        """Skip pipecat's real-time pacing: the media server paces playout itself."""
-
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         await super().process_frame(frame, direction)
         if isinstance(frame, InterruptionFrame):
@@ -102,7 +103,7 @@ class UnpacedOutputTransport(WebsocketClientOutputTransport):
             # chunk still in the audio task's hands is dropped on its way out.
             flush = TextFrame(text=FLUSH_MEDIA)
             self._flushed_before_id = flush.id
-            await self._write_frame(flush)
+            await self.write_now(flush)
 
     async def write_audio_frame(self, frame: OutputAudioRawFrame) -> bool:
         if frame.interruptible and frame.id < self._flushed_before_id:
@@ -184,32 +185,8 @@ class EarlyAudioInputTransport(WebsocketClientInputTransport):
             await super().push_audio_frame(joined)
 
 
-class _OutputSocket(WebsocketClientTransport):
-    """pipecat's client transport, building the unpaced output transport.
-
-    ``output()`` is the documented factory of a transport's output processor,
-    and pipecat's websocket client builds its own in it the same way.
-    """
-
-    def output(self) -> UnpacedOutputTransport:
-        if not isinstance(self._output, UnpacedOutputTransport):
-            self._output = UnpacedOutputTransport(self, self._session, self._params)
-        return self._output
-
-
-class _InputSocket(WebsocketClientTransport):
-    """pipecat's client transport, building the input transport that keeps early audio."""
-
-    def __init__(self, *args, join_ms: int, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self._join_ms = join_ms
-
-    def input(self) -> EarlyAudioInputTransport:
-        if not isinstance(self._input, EarlyAudioInputTransport):
-            self._input = EarlyAudioInputTransport(
-                self, self._session, self._params, join_ms=self._join_ms
-            )
-        return self._input
+OutputSocket = WebsocketClient[WebsocketClientInputTransport, UnpacedOutputTransport]
+InputSocket = WebsocketClient[EarlyAudioInputTransport, WebsocketClientOutputTransport]
 
 
 @dataclass
@@ -220,8 +197,8 @@ class ManagerSockets:
     ``lifecycle.session.CallTransport`` asks of a transport.
     """
 
-    input_socket: _InputSocket | None
-    output_socket: _OutputSocket
+    input_socket: InputSocket | None
+    output_socket: OutputSocket
     base_ws_url: str
     address: str
 
@@ -279,12 +256,27 @@ def open_sockets(
             add_wav_header=False,
         )
 
+    def early_audio_input(
+        transport: WebsocketClientTransport,
+        session: WebsocketClientSession,
+        params: WebsocketClientParams,
+    ) -> EarlyAudioInputTransport:
+        return EarlyAudioInputTransport(transport, session, params, join_ms=caller_audio_ms)
+
     input_socket = (
-        _InputSocket(
-            uri=socket_url(base_ws_url, call_id, "input"), params=params(), join_ms=caller_audio_ms
+        InputSocket(
+            socket_url(base_ws_url, call_id, "input"),
+            params(),
+            make_input=early_audio_input,
+            make_output=WebsocketClientOutputTransport,
         )
         if hears
         else None
     )
-    output_socket = _OutputSocket(uri=socket_url(base_ws_url, call_id, "output"), params=params())
+    output_socket = OutputSocket(
+        socket_url(base_ws_url, call_id, "output"),
+        params(),
+        make_input=WebsocketClientInputTransport,
+        make_output=UnpacedOutputTransport,
+    )
     return ManagerSockets(input_socket, output_socket, base_ws_url, address)

@@ -20,11 +20,9 @@ transcribed. ``GaplessDeepgramSTTService`` changes two things:
 Audio that comes while pipecat itself reconnects (after a settings change) is
 held by pipecat, as before; it never reaches ``run_stt`` then.
 
-Pinned pipecat 1.14 has no public seam for either change. The private parts of
-``DeepgramSTTService`` used here are two, each used in one method:
-``_connection`` (None while no socket is up) in ``_socket_up``, and
-``_do_reconnect`` (pipecat's own disconnect-and-connect, the hook its
-``STTService._reconnect`` calls) in ``_reconnect_now``.
+Pinned pipecat 1.14 has no public seam for either change: whether a socket
+is up, and reconnecting now, come from ``teamrunner.pipecat_internals.deepgram``
+(pipecat's ``_connection`` and ``_do_reconnect``).
 ``tests/providers/test_deepgram.py`` fails if pipecat changes under either.
 """
 
@@ -39,8 +37,9 @@ from typing import Any
 from loguru import logger
 from pipecat.frames.frames import CancelFrame, EndFrame, Frame, VADUserStoppedSpeakingFrame
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessorSetup
-from pipecat.services.deepgram.stt import DeepgramSTTService
 from pipecat.utils.network import QuickFailureTracker
+
+from teamrunner.pipecat_internals.deepgram import DeepgramSTTSocket
 
 # How much caller audio is kept while the socket is down: a reconnect that works
 # takes well under a second; one that fails first is retried 4 s later.
@@ -89,7 +88,7 @@ class HeldAudio:
         return chunks
 
 
-class GaplessDeepgramSTTService(DeepgramSTTService):
+class GaplessDeepgramSTTService(DeepgramSTTSocket):
     """pipecat's Deepgram STT, reconnecting at once and keeping the caller's audio meanwhile.
 
     Args:
@@ -127,7 +126,7 @@ class GaplessDeepgramSTTService(DeepgramSTTService):
 
     async def run_stt(self, audio: bytes) -> AsyncGenerator[Frame | None, None]:
         """Send ``audio`` after whatever was kept, or keep it and reconnect at once."""
-        if self._socket_up() and await self._send_held() and await self._send(audio):
+        if self.socket_up() and await self._send_held() and await self._send(audio):
             yield None
             return
         # No socket took it: keep it for the next one.
@@ -137,19 +136,15 @@ class GaplessDeepgramSTTService(DeepgramSTTService):
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         # pipecat asks Deepgram to finalize the caller's words here: send the kept ones first.
-        if isinstance(frame, VADUserStoppedSpeakingFrame) and len(self._held) and self._socket_up():
+        if isinstance(frame, VADUserStoppedSpeakingFrame) and len(self._held) and self.socket_up():
             await self._send_held()
         await super().process_frame(frame, direction)
-
-    def _socket_up(self) -> bool:
-        """Whether a Deepgram socket is up (pipecat clears ``_connection`` once it is gone)."""
-        return self._connection is not None
 
     async def _send(self, audio: bytes) -> bool:
         """Send ``audio`` as pipecat does; False when the socket was gone or went with it."""
         async for _ in super().run_stt(audio):
             pass
-        return self._socket_up()
+        return self.socket_up()
 
     async def _send_held(self) -> bool:
         """Send the audio kept while the socket was down; False if the socket went meanwhile."""
@@ -190,7 +185,7 @@ class GaplessDeepgramSTTService(DeepgramSTTService):
     async def _reconnect_now(self) -> None:
         logger.warning(f"{self}: the socket to Deepgram is gone; reconnecting at once")
         try:
-            await self._do_reconnect()
+            await self.reconnect_socket()
         except ConnectionError as e:
             logger.warning(f"{self}: {e}")
         finally:

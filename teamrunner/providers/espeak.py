@@ -25,14 +25,15 @@ import threading
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from loguru import logger
 from pipecat.frames.frames import ErrorFrame, Frame
 from pipecat.services.settings import TTSSettings
-from pipecat.services.tts_service import TTSService
 from pipecat.utils.tracing.service_decorators import traced_tts
 
 from teamrunner.errors import RunnerError
+from teamrunner.pipecat_internals.tts import PcmTTSService
 
 DEFAULT_VOICE = "en-us"
 DEFAULT_RATE = 175
@@ -241,7 +242,7 @@ class EspeakTTSSettings(TTSSettings):
     """Settings for :class:`EspeakTTSService`; ``voice`` is an espeak voice id."""
 
 
-class EspeakTTSService(TTSService):
+class EspeakTTSService(PcmTTSService):
     """Local text-to-speech with espeak-ng: robotic, instant, and clearly not Piper.
 
     The voice is an espeak voice id: a language (``en-us``, ``en-gb``,
@@ -251,7 +252,6 @@ class EspeakTTSService(TTSService):
     """
 
     Settings = EspeakTTSSettings
-    _settings: EspeakTTSSettings
 
     def __init__(
         self,
@@ -281,9 +281,14 @@ class EspeakTTSService(TTSService):
         super().__init__(push_start_frame=True, push_stop_frames=True, settings=defaults, **kwargs)
         _check_prosody(rate, pitch)
         self._engine = engine or shared_engine()
-        self._engine.resolve_voice(str(self._settings.voice))
+        self._engine.resolve_voice(self.voice)
         self._rate = rate
         self._pitch = pitch
+
+    @property
+    def voice(self) -> str:
+        """The espeak voice id it speaks with now (a settings update may change it)."""
+        return str(cast(EspeakTTSSettings, self.settings).voice or DEFAULT_VOICE)
 
     def can_generate_metrics(self) -> bool:
         """TTFB and usage metrics are reported."""
@@ -295,10 +300,10 @@ class EspeakTTSService(TTSService):
         try:
             await self.start_tts_usage_metrics(text)
             pcm, rate = await asyncio.to_thread(
-                self._engine.synthesize, text, str(self._settings.voice), self._rate, self._pitch
+                self._engine.synthesize, text, self.voice, self._rate, self._pitch
             )
             await self.stop_ttfb_metrics()
-            async for frame in self._stream_audio_frames_from_iterator(
+            async for frame in self.audio_frames(
                 _pieces(pcm, rate), in_sample_rate=rate, context_id=context_id
             ):
                 yield frame

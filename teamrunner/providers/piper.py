@@ -3,16 +3,15 @@
 pipecat's ``PiperTTSService`` loads its voice when constructed: about half a
 second and a few hundred megabytes per service, and pinned pipecat 1.14.0
 has no argument to hand it a loaded one (its voice is a name looked up in, or
-downloaded to, ``download_dir``). So ``SharedPiperTTSService`` skips
-``PiperTTSService.__init__`` (which loads, and would download a missing voice)
-and sets up what it sets up, on the process's voice
-(``teamrunner.speech.models.SpeechModels``), and a call or a team member
-costs no load. It synthesizes a sentence's first clause on its own
-(``first_clause``): Piper makes a whole sentence before its first audio,
-about 60 ms per second of speech here, and pipecat's voice hands it one
-sentence at a time, so a long first sentence delayed a reply by up to 0.4 s;
-its first clause is ready in a fraction of that, and the rest is made while
-it plays.
+downloaded to, ``download_dir``). So ``SharedPiperTTSService`` speaks with
+the process's voice (``teamrunner.speech.models.SpeechModels``) through
+``teamrunner.pipecat_internals.piper``, which sets pipecat's service up
+without loading one, and a call or a team member costs no load. It
+synthesizes a sentence's first clause on its own (``first_clause``): Piper
+makes a whole sentence before its first audio, about 60 ms per second of
+speech here, and pipecat's voice hands it one sentence at a time, so a long
+first sentence delayed a reply by up to 0.4 s; its first clause is ready in
+a fraction of that, and the rest is made while it plays.
 
 Synthesis is pipecat's code. ``tests/speech/test_speech_models.py`` fails
 if pipecat changes under the adapter: the same attributes as pipecat's own
@@ -27,8 +26,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from pipecat.services.piper.tts import PiperTTSService
-from pipecat.services.tts_service import TTSService
+from teamrunner.pipecat_internals.piper import PreloadedPiperTTSService
 
 PIPER_VOICE = "en_US-joe-medium"
 
@@ -66,17 +64,8 @@ class _SerializedVoice:
                 yield chunk
 
 
-class SharedPiperTTSService(PiperTTSService):
+class SharedPiperTTSService(PreloadedPiperTTSService):
     """pipecat's Piper TTS speaking with the process's loaded voice."""
 
     def __init__(self, *, voice: Any, lock: threading.Lock, **kwargs: Any) -> None:
-        # PiperTTSService.__init__ would load the voice: make the call it makes to its base.
-        TTSService.__init__(
-            self,
-            push_start_frame=True,
-            push_stop_frames=True,
-            settings=PiperTTSService.Settings(model=None, voice=PIPER_VOICE, language=None),
-            **kwargs,
-        )
-        # pipecat types _voice as a PiperVoice; its run_tts uses only config and synthesize.
-        self._voice = _SerializedVoice(voice, lock)  # type: ignore[assignment]
+        super().__init__(voice=_SerializedVoice(voice, lock), voice_name=PIPER_VOICE, **kwargs)

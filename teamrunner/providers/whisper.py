@@ -3,11 +3,11 @@
 pipecat's ``WhisperSTTService`` loads its model when constructed: about half
 a second and a few hundred megabytes per service, and pinned pipecat 1.14.0
 has no argument to hand it a loaded model (its ``model`` is a name or path).
-``SharedWhisperSTTService`` overrides ``WhisperSTTService._load``, the step
-pipecat's constructor calls to load (and pipecat's MLX service overrides the
-same way), taking the process's model
-(``teamrunner.speech.models.SpeechModels``) and keeping pipecat's language
-check, so a call or a team member costs no load.
+``SharedWhisperSTTService`` runs on the process's model
+(``teamrunner.speech.models.SpeechModels``) through
+``teamrunner.pipecat_internals.whisper``, keeping pipecat's language check, so
+a call or a team member costs no load; it also says when a stretch of speech
+had no words.
 
 Transcription is pipecat's code. ``tests/speech/test_speech_models.py``
 fails if pipecat changes under the adapter: the same attributes as pipecat's
@@ -25,14 +25,15 @@ from pipecat.services.whisper.stt import WhisperSTTService
 from pipecat.transcriptions.language import Language
 
 from teamrunner.frames import NoWordsFrame
+from teamrunner.pipecat_internals.whisper import PreloadedWhisperSTTService
 
 
-class SharedWhisperSTTService(WhisperSTTService):
+class SharedWhisperSTTService(PreloadedWhisperSTTService):
     """pipecat's Whisper STT on the process's loaded model."""
 
     def __init__(self, *, model: Any, language: Language | None, **kwargs: Any) -> None:
-        self._shared_model = model
         super().__init__(
+            model=model,
             device="cpu",
             settings=WhisperSTTService.Settings(model="tiny.en", language=language or Language.EN),
             # How long the end-of-turn rule waits after the VAD's stop for a final
@@ -51,10 +52,3 @@ class SharedWhisperSTTService(WhisperSTTService):
             yield frame
         if not heard:
             yield NoWordsFrame()
-
-    def _load(self) -> None:
-        """Take the shared model instead of loading one, then check the language as pipecat does."""
-        self._model = self._shared_model
-        unsupported = self._unsupported_language()
-        if unsupported:
-            raise ValueError(unsupported)

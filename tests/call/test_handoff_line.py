@@ -5,7 +5,8 @@ Its voice (Cartesia, voice-greeter) gets the line before billing's voice
 (ElevenLabs, voice-billing) gets billing's first words; billing's LLM is
 asked while the line is still playing; the caller hears the line whole and
 then billing, never the two interleaved, even when the greeter's voice is
-slow to finish; and Go reads the line as the bot's words.
+slow to finish, however long the line takes to make; and Go reads the line
+as the bot's words.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import httpx
 from playground.server import RunnerServer
 from simulators.manager import AudioChunk, Caller, CallRecord
 from simulators.openai import Reply
+from simulators.tts import PROVIDER_PACING
 
 from conftest import Cloud, cloud_settings
 from scenarios import TEAM_CALL_ID, caller_says, team_request
@@ -119,6 +121,62 @@ async def test_the_next_voice_waits_until_the_previous_one_has_said_the_line(
     [billing_first] = cloud.grok.requests
     line_chunks = [c for c in call.audio_chunks()[1:] if voice_of(cloud, c) == "voice-greeter"]
     assert billing_first.received_at < line_chunks[-1].at
+
+
+async def test_the_next_voice_waits_for_a_line_that_takes_longer_than_the_voice_timeout(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    # 8.8 s of audio (10 ms a character), which the greeter's voice makes at a
+    # real provider's pace (1.5 times real time): 5.9 s, past
+    # RUNNER_TTS_TIMEOUT_SECS (5 s). The voice never stalls, so billing's voice
+    # waits for all of it.
+    line = "Please hold the line while I put you through to billing, " * 15 + "thank you."
+    line_secs = len(line) * 0.010
+    assert line_secs / PROVIDER_PACING.speed > runner.settings.tts_timeout_secs
+    cloud.cartesia.pacing = PROVIDER_PACING
+    cloud.openai.push(Reply.say("Hi."), Reply.call("transfer_to_billing"))
+    cloud.grok.push(Reply.say("Billing here, how can I help?"))
+    call = cloud.manager.expect_call(TEAM_CALL_ID, caller=Caller(Caller.silence(0.5)))
+    assert (await http.post(f"{runner.url}/run", json=handoff_team(line))).status_code == 200
+    await call.wait_rtvi("bot-llm-stopped", timeout=10)
+
+    await caller_says(cloud, "Billing, please.")
+
+    await call.wait(lambda c: secs_in(cloud, c, "voice-billing") >= 0.25, 60, "billing")
+    voices = voice_of_each_chunk(cloud, call)
+    first_billing = voices.index("voice-billing")
+    # The line's tone fills all of it but the pauses between its clauses.
+    line_heard = secs_in(cloud, call, "voice-greeter")
+    assert line_heard > 0.9 * line_secs
+    assert set(voices[first_billing:]) - {None} == {"voice-billing"}
+
+
+async def test_the_next_voice_speaks_once_the_previous_one_makes_no_audio_for_the_voice_timeout(
+    cloud: Cloud, http: httpx.AsyncClient
+) -> None:
+    cloud.openai.push(Reply.say("Hi."), Reply.call("transfer_to_billing"))
+    cloud.grok.push(Reply.say("Billing here, how can I help?"))
+    call = cloud.manager.expect_call(TEAM_CALL_ID, caller=Caller(Caller.silence(0.5)))
+    # A stall guard shorter than pipecat's own (a voice's audio context ends
+    # after 3 s without audio), so it is the router's that lets billing speak.
+    stall_secs = 0.5
+    async with RunnerServer(cloud_settings(cloud, tts_timeout_secs=stall_secs)) as runner:
+        assert (await http.post(f"{runner.url}/run", json=handoff_team())).status_code == 200
+        await call.wait_rtvi("bot-llm-stopped", timeout=10)
+        # The greeter's voice takes the line and never makes a sound of it.
+        cloud.cartesia.stalled = True
+        try:
+            await caller_says(cloud, "Billing, please.")
+
+            await call.wait(lambda c: secs_in(cloud, c, "voice-billing") >= 0.25, 15, "billing")
+        finally:
+            cloud.cartesia.stalled = False
+        [line] = [r for r in cloud.cartesia.requests if r.transcript == HANDOFF]
+        first_billing = next(
+            c for c in call.audio_chunks() if voice_of(cloud, c) == "voice-billing"
+        )
+        assert secs_in(cloud, call, "voice-greeter") == 0
+        assert first_billing.at - line.received_at < 2.5
 
 
 async def test_in_a_call_without_a_voice_the_handoff_line_is_the_bots_text(

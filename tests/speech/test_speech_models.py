@@ -53,7 +53,7 @@ RATE = 16000
 CHUNK = RATE // 50 * 2  # 20 ms of s16le, the size of a transport's audio frame
 SENTENCE = "I would like to pay my phone bill."
 # Its own attribute: where the adapter keeps the model until pipecat's constructor calls _load.
-WHISPER_ADAPTER_OWN = {"_shared_model"}
+WHISPER_ADAPTER_OWN = {"_preloaded_model"}
 
 # pipecat's own analyzers find their bundled model with a deprecated importlib call.
 pytestmark = pytest.mark.filterwarnings("ignore:path is deprecated:DeprecationWarning")
@@ -276,6 +276,24 @@ def test_smart_turns_of_one_models_share_one_session(models: SpeechModels) -> No
     assert first._session is second._session
     assert first._audio_buffer is not second._audio_buffer
     assert models.loads == 1
+
+
+async def test_shared_smart_turn_writes_no_audio_to_disk(
+    models: SpeechModels, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # pipecat's own analyzer, told to by the environment, writes each turn's audio.
+    monkeypatch.setenv("PIPECAT_SMART_TURN_LOG_DATA", "1")
+    monkeypatch.chdir(tmp_path)
+    speech = speak(SENTENCE)
+    await end_of_turn(LocalSmartTurnAnalyzerV3(), speech)
+    assert list((tmp_path / "smart_turn_audio_log").iterdir())
+    ours = tmp_path / "ours"
+    ours.mkdir()
+    monkeypatch.chdir(ours)
+
+    await end_of_turn(models.smart_turn(), speech)
+
+    assert list(ours.iterdir()) == []
 
 
 # --- Whisper ---

@@ -1,0 +1,88 @@
+"""pipecat's websocket client transport, unpaced and building the processors it is given.
+
+``UnpacedClientOutput`` overrides ``WebsocketClientOutputTransport._write_audio_sleep``
+(pipecat's real-time pacing of audio writes) with nothing, and offers
+``write_now``, pipecat's ``_write_frame``: serialize a frame and send it at
+once, outside the audio queue. ``WebsocketClient`` is pipecat's client
+transport whose ``input()`` and ``output()`` build the processors it is
+handed, on the session and params it keeps in ``_session`` and ``_params``,
+and store them where its own callbacks find them (``_input``, ``_output``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from pipecat.frames.frames import Frame
+from pipecat.transports.websocket.client import (
+    WebsocketClientInputTransport,
+    WebsocketClientOutputTransport,
+    WebsocketClientParams,
+    WebsocketClientSession,
+    WebsocketClientTransport,
+)
+
+InputT = TypeVar("InputT", bound=WebsocketClientInputTransport)
+OutputT = TypeVar("OutputT", bound=WebsocketClientOutputTransport)
+
+
+class UnpacedClientOutput(WebsocketClientOutputTransport):
+    """pipecat's websocket client output, writing audio as fast as it comes."""
+
+    async def _write_audio_sleep(self) -> None:
+        """Skip pipecat's pacing: the peer plays the audio out in real time itself."""
+
+    async def write_now(self, frame: Frame) -> bool:
+        """Serialize ``frame`` and send it at once, ahead of any queued audio.
+
+        Returns:
+            Whether the socket took it (False when it is closed or closing).
+        """
+        return await self._write_frame(frame)
+
+
+class WebsocketClient(WebsocketClientTransport, Generic[InputT, OutputT]):
+    """pipecat's websocket client transport, building the input and output processors given.
+
+    ``input()`` and ``output()`` are pipecat's documented factories of a
+    transport's processors, and pipecat's client builds its own in them the
+    same way: once, on the transport's session and params.
+
+    Args:
+        uri: The websocket to dial.
+        params: pipecat's client params.
+        make_input: Builds the input processor from (transport, session, params).
+        make_output: Builds the output processor from (transport, session, params).
+    """
+
+    def __init__(
+        self,
+        uri: str,
+        params: WebsocketClientParams,
+        *,
+        make_input: Callable[
+            [WebsocketClientTransport, WebsocketClientSession, WebsocketClientParams], InputT
+        ],
+        make_output: Callable[
+            [WebsocketClientTransport, WebsocketClientSession, WebsocketClientParams], OutputT
+        ],
+    ) -> None:
+        super().__init__(uri=uri, params=params)
+        self._make_input = make_input
+        self._make_output = make_output
+        self._built_input: InputT | None = None
+        self._built_output: OutputT | None = None
+
+    def input(self) -> InputT:
+        if self._built_input is None:
+            # pipecat's own callbacks hand incoming messages to ``_input``.
+            self._built_input = self._make_input(self, self._session, self._params)
+            self._input = self._built_input
+        return self._built_input
+
+    def output(self) -> OutputT:
+        if self._built_output is None:
+            self._built_output = self._make_output(self, self._session, self._params)
+            self._output = self._built_output
+        return self._built_output
