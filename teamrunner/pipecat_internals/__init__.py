@@ -7,7 +7,7 @@ pipecat changes under it (gone, renamed, or no longer doing what we rely on),
 and ``tests/pipecat_internals/test_border.py`` fails if any other runtime
 module touches one. Pinned pipecat 1.14 has no public seam for any of them:
 
-``websocket_client``: pipe audio to pipecat-manager unpaced.
+``websocket_client.py``: pipe audio to pipecat-manager unpaced.
   ``WebsocketClientOutputTransport._write_audio_sleep`` (pipecat's real-time
   pacing; the media server paces playout itself): ``tests/manager/test_transport.py``
   ``test_bot_audio_reaches_pipecat_manager_far_faster_than_real_time``.
@@ -16,24 +16,24 @@ module touches one. Pinned pipecat 1.14 has no public seam for any of them:
   ``WebsocketClientTransport._session``, ``._params`` (what its processors
   are built on) and ``._input``, ``._output`` (where its callbacks find them):
   ``test_caller_audio_reaches_the_pipeline_in_order_and_joined`` and the two above.
-``deepgram``: ``DeepgramSTTService._connection`` (whether a socket is up) and
+``deepgram.py``: ``DeepgramSTTService._connection`` (whether a socket is up) and
   ``._do_reconnect`` (reconnect now, without pipecat's backoff):
   ``tests/providers/test_deepgram.py`` (``test_pipecats_deepgram_service_*``,
   ``test_pipecats_do_reconnect_*`` and the gapless tests).
-``whisper``: ``WhisperSTTService._load``, ``._model`` and
+``whisper.py``: ``WhisperSTTService._load``, ``._model`` and
   ``._unsupported_language`` (run on a model loaded once per process):
   ``tests/speech/test_speech_models.py``, ``test_shared_whisper_*``.
-``piper``: ``PiperTTSService._voice`` (speak with a voice loaded once per
+``piper.py``: ``PiperTTSService._voice`` (speak with a voice loaded once per
   process): ``tests/speech/test_speech_models.py``, ``test_shared_piper_*``.
-``tts``: ``TTSService._stream_audio_frames_from_iterator`` (PCM to audio
+``tts.py``: ``TTSService._stream_audio_frames_from_iterator`` (PCM to audio
   frames at the pipeline's rate, for espeak-ng): ``tests/providers/test_espeak.py``
   ``test_service_speaks_at_the_pipeline_rate_in_a_real_pipeline``.
-``analyzers``: ``SileroVADAnalyzer._model``, ``._windows_since_reset``,
+``analyzers.py``: ``SileroVADAnalyzer._model``, ``._windows_since_reset``,
   ``._low_confidence_windows`` and ``LocalSmartTurnAnalyzerV3._session``
   (run on sessions loaded once per process): ``tests/speech/test_speech_models.py``,
   ``test_shared_vad_*`` and ``test_shared_smart_turn_*``; ``._log_data``
   (keep callers' audio off disk): ``test_shared_smart_turn_writes_no_audio_to_disk``.
-``switcher``: ``ServiceSwitcherStrategyManual._set_active_if_available``
+``switcher.py``: ``ServiceSwitcherStrategyManual._set_active_if_available``
   (switch the LLM at once): ``tests/routing/test_router_switching.py``,
   ``test_llm_switches_before_set_active_member_returns`` and
   ``test_strategy_activate_refuses_a_failed_or_foreign_service``.
