@@ -11,7 +11,11 @@
     │   ├── AtCapacity       the runner already runs RUNNER_MAX_CALLS calls → 503
     │   └── Draining         the runner is shutting down                  → 503
     ├── StartError           the call's pipeline could not be brought up  → 500
-    └── MemberSwitchError    a team transition could not be made (in-call, never HTTP)
+    ├── MemberSwitchError    a team transition could not be made (in-call, never HTTP)
+    └── PeerError            a peer asked over HTTP gave no answer (``teamrunner.http_client``)
+        ├── PeerTimeout      none within the request's time
+        ├── PeerUnreachable  the connection could not be made
+        └── PeerFailed       the connection failed on the way
 
 Every message says what is wrong and what would fix it, names the field or
 component, and never contains a key: errors are built from field paths and
@@ -103,3 +107,29 @@ class StartError(RunnerError):
 
 class MemberSwitchError(RunnerError):
     """A router cannot move to the requested member; the call stays where it is."""
+
+
+class PeerError(RunnerError):
+    """A peer asked over HTTP gave no answer: ``peer`` names it, ``reason`` says why.
+
+    The reason names neither the URL (it may carry a password) nor a header;
+    ``cause`` is the error underneath, for a caller whose peer it may describe.
+    """
+
+    def __init__(self, peer: str, reason: str, cause: BaseException) -> None:
+        super().__init__(f"{peer}: {reason}")
+        self.peer = peer
+        self.reason = reason
+        self.cause = cause
+
+
+class PeerTimeout(PeerError):
+    """No answer came within the request's time."""
+
+
+class PeerUnreachable(PeerError):
+    """The connection to the peer could not be made."""
+
+
+class PeerFailed(PeerError):
+    """The request failed otherwise: the connection broke, or the answer could not be read."""

@@ -42,7 +42,7 @@ import json
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from loguru import logger
 from pydantic import (
@@ -56,11 +56,9 @@ from pydantic import (
 )
 
 from teamrunner.contract import POLICY_TIMEOUT_SECS
-from teamrunner.errors import RunnerError
+from teamrunner.errors import PeerError, RunnerError
+from teamrunner.http_client import PeerClient
 from teamrunner.plan import function_name
-
-if TYPE_CHECKING:
-    import aiohttp
 
 DEFAULT_TIMEOUT_SECS = POLICY_TIMEOUT_SECS
 
@@ -176,9 +174,9 @@ class PolicyClient:
         self._reserved = frozenset(reserved)
         self._config = dict(config)
         self._provider = provider
-        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._timeout = timeout_secs
-        self._http: aiohttp.ClientSession | None = None
+        self._http = PeerClient("remote policy", headers=headers)
         self._state: PolicyState | None = None
 
     @property
@@ -199,7 +197,7 @@ class PolicyClient:
         except _Malformed as e:
             raise PolicyError(f"POST /session {e}") from None
         except Exception as e:
-            raise PolicyError(f"POST /session failed ({_describe(e, self._timeout)})") from None
+            raise PolicyError(f"POST /session failed ({_describe(e)})") from None
         tools = ", ".join(t.name for t in self._state.tools) or "none"
         logger.info(f"remote policy: started at node {self._state.node_id}, offering {tools}")
         return self._state
@@ -216,7 +214,7 @@ class PolicyClient:
             answer = await self._post("/tool-call", body)
             decision = _decision(answer, current, self._reserved)
         except Exception as e:
-            reason = str(e) if isinstance(e, _Malformed) else _describe(e, self._timeout)
+            reason = str(e) if isinstance(e, _Malformed) else _describe(e)
             logger.warning(f"remote policy: /tool-call {name} failed ({reason}); staying")
             return Decision(Action.STAY, current, error=reason)
         self._state = decision.state
@@ -227,21 +225,13 @@ class PolicyClient:
         return decision
 
     async def close(self) -> None:
-        if self._http is not None:
-            await self._http.close()
-            self._http = None
+        await self._http.close()
 
     async def _post(self, path: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
-        import aiohttp
-
-        if self._http is None:
-            self._http = aiohttp.ClientSession(headers=self._headers)
-        async with self._http.post(
-            self._url + path, json=body, timeout=aiohttp.ClientTimeout(total=self._timeout)
-        ) as response:
-            text = await response.text()
-            if not 200 <= response.status < 300:
-                raise _Malformed(f"answered HTTP {response.status}")
+        sent = await self._http.request("POST", self._url + path, json=body, timeout=self._timeout)
+        text = sent.text()
+        if not 200 <= sent.status < 300:
+            raise _Malformed(f"answered HTTP {sent.status}")
         try:
             answer = json.loads(text)
         except json.JSONDecodeError:
@@ -251,17 +241,9 @@ class PolicyClient:
         return answer
 
 
-def _describe(error: Exception, timeout: float) -> str:
+def _describe(error: Exception) -> str:
     """Why a request failed, in words that quote neither the URL nor a header."""
-    import aiohttp
-
-    if isinstance(error, TimeoutError):
-        return f"no answer within {timeout:g}s"
-    if isinstance(error, aiohttp.ClientConnectorError):
-        return "could not connect"
-    if isinstance(error, aiohttp.ClientError):
-        return f"the connection failed: {type(error).__name__}"
-    return type(error).__name__
+    return error.reason if isinstance(error, PeerError) else type(error).__name__
 
 
 # What an answer out of contract is told, by the field the check failed on.
