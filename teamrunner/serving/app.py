@@ -25,13 +25,24 @@ from prometheus_client import Counter
 from teamrunner.config import Settings
 from teamrunner.errors import AtCapacity, Draining
 from teamrunner.responses import error_body
-from teamrunner.serving.answers import REFUSAL_REASONS
 from teamrunner.serving.edge import install_edge
 
 TITLE = "pipecat-team-runner"
 
 # Run as the application starts, with what it serves; returns what to run as it stops.
 Opener = Callable[[FastAPI], Awaitable[Callable[[], Awaitable[None]]]]
+
+
+# The reason label of a refused /run, by its status (a 503's is ``Unavailable``).
+REFUSAL_REASONS = {
+    400: "invalid",
+    404: "not_found",
+    408: "timeout",
+    409: "conflict",
+    413: "too_large",
+    422: "invalid",
+    500: "start_failed",
+}
 
 
 class Unavailable(StrEnum):
