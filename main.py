@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import socket
-from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Annotated, Any
 
@@ -69,7 +68,7 @@ from teamrunner.responses import (
     Stopped,
     error_responses,
 )
-from teamrunner.serving.app import Refusals, Unavailable, not_ready, runner_app
+from teamrunner.serving.app import Closer, Refusals, Unavailable, not_ready, runner_app
 from teamrunner.serving.listeners import listening_on, listening_sockets
 from teamrunner.serving.server import Drain, RunnerHTTPServer, uvicorn_config
 from teamrunner.workers import worker_count
@@ -145,9 +144,7 @@ def create_app(
     return app
 
 
-async def _open(
-    app: FastAPI, settings: Settings, *, configure_logs: bool, warm: bool
-) -> Callable[[], Awaitable[None]]:
+async def _open(app: FastAPI, settings: Settings, *, configure_logs: bool, warm: bool) -> Closer:
     """Start what the application serves with: its runtime, warm-up and call registry."""
     runtime = Runtime.create(settings)
     if configure_logs:

@@ -29,8 +29,10 @@ from teamrunner.serving.edge import install_edge
 
 TITLE = "pipecat-team-runner"
 
-# Run as the application starts, with what it serves; returns what to run as it stops.
-Opener = Callable[[FastAPI], Awaitable[Callable[[], Awaitable[None]]]]
+# Run as the application stops, closing what its opener opened.
+Closer = Callable[[], Awaitable[None]]
+# Run as the application starts, opening what it serves with.
+Opener = Callable[[FastAPI], Awaitable[Closer]]
 
 
 # The reason label of a refused /run, by its status (a 503's is ``Unavailable``).

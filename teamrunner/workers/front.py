@@ -36,7 +36,6 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -60,7 +59,7 @@ from teamrunner.responses import (
     Stopped,
     error_responses,
 )
-from teamrunner.serving.app import Refusals, Unavailable, not_ready, runner_app
+from teamrunner.serving.app import Closer, Refusals, Unavailable, not_ready, runner_app
 from teamrunner.serving.json_body import parse_json
 from teamrunner.serving.listeners import listening_on, listening_sockets
 from teamrunner.serving.server import Drain, RunnerHTTPServer, uvicorn_config
@@ -122,7 +121,7 @@ def create_front_app(settings: Settings, pool: WorkerPool) -> FastAPI:
             f"to {settings.load_threshold:g} of its core's load{cap}"
         )
 
-    async def open_pool(app: FastAPI) -> Callable[[], Awaitable[None]]:
+    async def open_pool(app: FastAPI) -> Closer:
         configure_logging(redactor, level=settings.log_level, json_lines=settings.log_json)
         # The port opens at once, /health answering, while the workers start and warm up;
         # /ready and /run say 503 (Retry-After) until one is up.
