@@ -38,14 +38,13 @@ from __future__ import annotations
 
 import argparse
 import socket
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Query
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from loguru import logger
+from prometheus_client import Counter
 
 from teamrunner.config import Settings
 from teamrunner.contract import CallId, RunRequest
@@ -67,11 +66,9 @@ from teamrunner.responses import (
     Providers,
     RunStarted,
     Stopped,
-    error_body,
     error_responses,
 )
-from teamrunner.serving.answers import REFUSAL_REASONS
-from teamrunner.serving.edge import install_edge
+from teamrunner.serving.app import Closer, Refusals, Unavailable, not_ready, runner_app
 from teamrunner.serving.listeners import listening_on, listening_sockets
 from teamrunner.serving.server import Drain, RunnerHTTPServer, uvicorn_config
 from teamrunner.workers import worker_count
@@ -121,55 +118,67 @@ def create_app(
     """
     resolved = settings or Settings.from_env()
 
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        runtime = Runtime.create(resolved)
-        if configure_logs:
-            configure_logging(
-                runtime.redactor, level=resolved.log_level, json_lines=resolved.log_json
-            )
-        else:
-            install_redaction(runtime.redactor)
-        warmup = WarmUp(CALL_MODULES, runtime.shared.models, preload_names(resolved.preload_models))
-        if warm:
-            await warmup.wait()
-        else:
-            warmup.start()
-        # A tracer provider made here is shut down (its spans flushed) at the end.
-        provider = tracing.setup_tracing() if resolved.tracing else None
-        app.state.runtime = runtime
-        app.state.warmup = warmup
-        sessions = SessionRegistry(runtime, build_call, warmup)
-        sessions.open()
-        app.state.sessions = sessions
-        # A pool's worker listens on the front's private socket; the front logs the port.
-        where = "" if warm else f"listening on {listening_on(resolved)}, "
-        logger.info(
-            f"{'worker' if warm else 'runner'} ready; pipecat-manager at "
-            f"{resolved.pipecatcall_address}, {where}{_admission(resolved)}"
-        )
-        try:
-            yield
-        finally:
-            await sessions.end_all(EndReason.SHUTDOWN, "the runner stopped")
-            await sessions.close()
-            await warmup.close()
-            await runtime.close()
-            if provider is not None:
-                provider.shutdown()
+    def refused_counter() -> Counter | None:
+        # The runtime, and with it the metrics, is made as the application starts.
+        runtime: Runtime | None = getattr(app.state, "runtime", None)
+        return runtime.metrics.calls_refused if runtime is not None else None
 
-    app = FastAPI(title="pipecat-team-runner", lifespan=lifespan, docs_url=None, redoc_url=None)
-    app.state.settings = resolved
-    app.state.in_pool = behind_front
-    install_edge(
-        app,
+    def unavailable() -> Unavailable:
+        draining = app.state.sessions.draining
+        return Unavailable.DRAINING if draining else Unavailable.CAPACITY
+
+    refusals = Refusals(
+        refused_counter,
+        unavailable,
+        leave_capacity_to_front=behind_front,
+    )
+    app = runner_app(
         resolved,
-        lambda method, path, status, reason: _refused(app, method, path, status, reason),
+        lambda app: _open(app, resolved, configure_logs=configure_logs, warm=warm),
+        refusals,
         lambda text: app.state.runtime.redactor.redact(text),
         behind_front=behind_front,
     )
+    app.state.settings = resolved
     _add_routes(app)
     return app
+
+
+async def _open(app: FastAPI, settings: Settings, *, configure_logs: bool, warm: bool) -> Closer:
+    """Start what the application serves with: its runtime, warm-up and call registry."""
+    runtime = Runtime.create(settings)
+    if configure_logs:
+        configure_logging(runtime.redactor, level=settings.log_level, json_lines=settings.log_json)
+    else:
+        install_redaction(runtime.redactor)
+    warmup = WarmUp(CALL_MODULES, runtime.shared.models, preload_names(settings.preload_models))
+    if warm:
+        await warmup.wait()
+    else:
+        warmup.start()
+    # A tracer provider made here is shut down (its spans flushed) at the end.
+    provider = tracing.setup_tracing() if settings.tracing else None
+    app.state.runtime = runtime
+    app.state.warmup = warmup
+    sessions = SessionRegistry(runtime, build_call, warmup)
+    sessions.open()
+    app.state.sessions = sessions
+    # A pool's worker listens on the front's private socket; the front logs the port.
+    where = "" if warm else f"listening on {listening_on(settings)}, "
+    logger.info(
+        f"{'worker' if warm else 'runner'} ready; pipecat-manager at "
+        f"{settings.pipecatcall_address}, {where}{_admission(settings)}"
+    )
+
+    async def close() -> None:
+        await sessions.end_all(EndReason.SHUTDOWN, "the runner stopped")
+        await sessions.close()
+        await warmup.close()
+        await runtime.close()
+        if provider is not None:
+            provider.shutdown()
+
+    return close
 
 
 def _add_routes(app: FastAPI) -> None:
@@ -211,8 +220,7 @@ def _add_routes(app: FastAPI) -> None:
         sessions: SessionRegistry = app.state.sessions
         reason = sessions.not_ready()
         if reason is not None:
-            retry = "5" if sessions.draining else "2"
-            return JSONResponse(error_body(reason), status_code=503, headers={"Retry-After": retry})
+            return not_ready(reason, draining=sessions.draining)
         return ProcessReady(calls=len(sessions), max_calls=sessions.max_calls, load=sessions.load())
 
     @app.get("/calls", responses=error_responses(401))
@@ -251,23 +259,6 @@ def _call_info(session: Session) -> CallInfo:
         speaks=session.plan.speaks,
         age_secs=round(session.age_secs, 1),
     )
-
-
-def _refused(app: FastAPI, method: str, path: str, status: int, reason: str) -> None:
-    """Log a refused request once, and count a refused ``/run``.
-
-    A pool's worker leaves a ``/run`` it has no room for to the front, which
-    offers it to the next worker and reports it only if none takes it.
-    """
-    if status == 503 and app.state.in_pool and not app.state.sessions.draining:
-        return
-    logger.warning(f"refused {method} {path}: {status} {reason}")
-    runtime: Runtime | None = getattr(app.state, "runtime", None)
-    if runtime is not None and path == "/run":
-        label = REFUSAL_REASONS.get(status, "other")
-        if status == 503:
-            label = "draining" if app.state.sessions.draining else "capacity"
-        runtime.metrics.calls_refused.labels(label).inc()
 
 
 def serve(app: FastAPI, settings: Settings, *, worker_socket: str | None = None) -> None:

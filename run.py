@@ -43,7 +43,10 @@ from pipecat.observers.base_observer import BaseObserver
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.aggregators.llm_context import LLMContext
-from pipecat.processors.aggregators.llm_response_universal import LLMContextAggregatorPair
+from pipecat.processors.aggregators.llm_response_universal import (
+    LLMContextAggregatorPair,
+    LLMUserAggregatorParams,
+)
 from pipecat.processors.frame_processor import FrameProcessor
 
 from routing.services import ServiceBuilder, Slots
@@ -148,12 +151,7 @@ def build_call(
     policy = None
     if plan.policy is not None:
         policy = PolicyControl(plan, lines=lines, ending=ending, journal=journal)
-    # The history was made valid for every provider in the plan; pipecat types it per role.
-    context = LLMContext(messages=cast(Any, plan.messages))
-    turn_params = user_params(plan.turn, runtime.shared.models, hears=plan.hears)
-    if _can_end_itself(plan):
-        turn_params.user_mute_strategies.append(ending.mute)
-    aggregators = LLMContextAggregatorPair(context, user_params=turn_params)
+    aggregators, turn_params = _context(plan, runtime, ending)
     voice = _voice_watch(runtime, journal, transport, slots, builder.providers)
     activity = ActivityWatch(settings.session_idle_secs)
     observer = CallObserver(
@@ -178,10 +176,7 @@ def build_call(
         summary_timeout_secs=settings.llm_timeout_secs,
         policy=policy,
     )
-    # Go's tools run through pipecat-manager, as the active member's.
-    bridge = flow.tool_handler(ToolBridge(plan.id, runtime.manager, flow.tool, journal))
-    for name in flow.tool_names():
-        slots.llm.register_function(name, bridge, cancel_on_interruption=True)
+    _register_go_tools(plan, runtime, journal, flow, slots)
     return Call(
         plan,
         worker,
@@ -194,6 +189,27 @@ def build_call(
         policy,
         turn_params.vad_analyzer,
     )
+
+
+def _context(
+    plan: CallPlan, runtime: Runtime, ending: CallEnding
+) -> tuple[LLMContextAggregatorPair, LLMUserAggregatorParams]:
+    """The call's context and its aggregators, with how the caller's turns are taken."""
+    # The history was made valid for every provider in the plan; pipecat types it per role.
+    context = LLMContext(messages=cast(Any, plan.messages))
+    turn_params = user_params(plan.turn, runtime.shared.models, hears=plan.hears)
+    if _can_end_itself(plan):
+        turn_params.user_mute_strategies.append(ending.mute)
+    return LLMContextAggregatorPair(context, user_params=turn_params), turn_params
+
+
+def _register_go_tools(
+    plan: CallPlan, runtime: Runtime, journal: CallJournal, flow: TeamFlow, slots: Slots
+) -> None:
+    """Register Go's tools on the LLM: run by pipecat-manager, as the active member's."""
+    bridge = flow.tool_handler(ToolBridge(plan.id, runtime.manager, flow.tool, journal))
+    for name in flow.tool_names():
+        slots.llm.register_function(name, bridge, cancel_on_interruption=True)
 
 
 def _says_lines(plan: CallPlan) -> bool:

@@ -10,19 +10,18 @@
     │   ├── SessionNotFound  no call with that id is running               → 404
     │   ├── AtCapacity       its load, or RUNNER_MAX_CALLS, leaves no room → 503
     │   ├── Draining         the runner is shutting down                   → 503
-    │   └── NoWorker*        a pool's front has no worker up yet           → 503
+    │   └── NoWorker         a pool's front has no worker up yet           → 503
     ├── StartError           the call's pipeline could not be brought up   → 500
-    ├── PolicyError*         the remote policy gave no first state (the start fails)
-    ├── EspeakError*         libespeak-ng could not be loaded, or refused to speak
-    │   └── UnknownVoiceError*  no espeak-ng voice by that id (a problem of the request)
+    ├── PolicyError          the remote policy gave no first state (the start fails)
+    ├── EspeakError          libespeak-ng could not be loaded, or refused to speak
+    │   └── UnknownVoiceError   no espeak-ng voice by that id (a problem of the request)
     ├── MemberSwitchError    a team transition could not be made (in-call, never HTTP)
     ├── SummaryError         no summary for a handoff in time (in-call: append instead)
-    └── WorkerStartError     a worker process did not start (the runner exits, status 3)
-
-    * still defined beside the code that raises it, to move here:
-      ``NoWorker`` in ``teamrunner.workers.front``, ``PolicyError`` in
-      ``teamrunner.policy.client``, ``EspeakError`` and ``UnknownVoiceError``
-      in ``teamrunner.providers.espeak``.
+    ├── WorkerStartError     a worker process did not start (the runner exits, status 3)
+    └── PeerError            a peer asked over HTTP gave no answer (``teamrunner.http_client``)
+        ├── PeerTimeout      none within the request's time
+        ├── PeerUnreachable  the connection could not be made
+        └── PeerFailed       the connection failed on the way
 
 Errors raised inside a running call never leave it: the call logs them or
 reports them as pipecat errors, and goes on.
@@ -125,3 +124,52 @@ class SummaryError(RunnerError):
 
 class WorkerStartError(RunnerError):
     """A worker process did not come up when the runner started."""
+
+
+class PeerError(RunnerError):
+    """A peer asked over HTTP gave no answer: ``peer`` names it, ``reason`` says why.
+
+    The reason names neither the URL (it may carry a password) nor a header;
+    ``cause`` is the error underneath, for a caller whose peer it may describe.
+    """
+
+    def __init__(self, peer: str, reason: str, cause: BaseException) -> None:
+        super().__init__(f"{peer}: {reason}")
+        self.peer = peer
+        self.reason = reason
+        self.cause = cause
+
+
+class PeerTimeout(PeerError):
+    """No answer came within the request's time."""
+
+
+class PeerUnreachable(PeerError):
+    """The connection to the peer could not be made."""
+
+
+class PeerFailed(PeerError):
+    """The request failed otherwise: the connection broke, or the answer could not be read."""
+
+
+class NoWorker(RequestError):
+    """No worker process is up to take a call (they are starting, or being replaced)."""
+
+    status = 503
+    retry_after = 2
+
+
+class PolicyError(RunnerError):
+    """The policy service could not seed the call; ``reason`` says why, never the token or URL."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"remote policy: {reason}")
+        self.reason = reason
+
+
+class EspeakError(RunnerError):
+    """libespeak-ng could not be loaded, or refused to speak."""
+
+
+class UnknownVoiceError(EspeakError):
+    """A voice id names no espeak-ng voice or variant; the message lists valid ones."""

@@ -1,23 +1,23 @@
 """HTTP calls from the runner to pipecat-manager: tools and member switches (docs/contract.md 4-5).
 
 One ``ManagerClient`` per process holds one connection pool to
-pipecat-manager. Neither call can break a call: a tool that fails, times out
-or cannot be reached becomes an error result for the LLM, and a member-switched
-notification that fails is logged and forgotten.
+pipecat-manager (a ``teamrunner.http_client.PeerClient``). Neither call can
+break a call: a tool that fails, times out or cannot be reached becomes an
+error result for the LLM, and a member-switched notification that fails is
+logged and forgotten.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from loguru import logger
 
-if TYPE_CHECKING:
-    import aiohttp
-
 from teamrunner.config import Settings
+from teamrunner.errors import PeerError, PeerTimeout
+from teamrunner.http_client import PeerClient
 
 
 @dataclass(frozen=True)
@@ -37,22 +37,10 @@ class ManagerClient:
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
-        self._session: aiohttp.ClientSession | None = None
-
-    def _http(self) -> aiohttp.ClientSession:
-        # Imported when a call first needs pipecat-manager, not when the runner starts.
-        import aiohttp
-
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=64, keepalive_timeout=30)
-            )
-        return self._session
+        self._http = PeerClient("pipecat-manager", connection_limit=64, keepalive_secs=30)
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self._http.close()
 
     async def execute_tool(
         self, call_id: str, tool_call_id: str, name: str, arguments: dict[str, Any]
@@ -68,28 +56,23 @@ class ManagerClient:
             "type": "function",
             "function": {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)},
         }
-        import aiohttp
-
         timeout = self._settings.tool_timeout_secs
         try:
-            async with self._http().post(
-                url, json=body, timeout=aiohttp.ClientTimeout(total=timeout)
-            ) as response:
-                text = await response.text()
-                if response.status >= 400:
-                    logger.warning(f"tool {name}: HTTP {response.status}")
-                    error = {"status": "error", "error": f"HTTP {response.status}: {text}"}
-                    return ToolAnswer(error, "error")
-                data = _json_or_raw(text, response.content_type)
-                return ToolAnswer({"status": "ok", "data": data}, "ok")
-        except TimeoutError:
+            answer = await self._http.request("POST", url, json=body, timeout=timeout)
+        except PeerTimeout:
             logger.warning(f"tool {name}: no answer in {timeout:g}s")
             error = {"status": "error", "error": f"Request timed out after {timeout:g}s"}
             return ToolAnswer(error, "timeout")
-        except aiohttp.ClientError as e:
-            logger.warning(f"tool {name}: {type(e).__name__}: {e}")
-            error = {"status": "error", "error": f"pipecat-manager unreachable: {e}"}
+        except PeerError as e:
+            logger.warning(f"tool {name}: {type(e.cause).__name__}: {e.cause}")
+            error = {"status": "error", "error": f"pipecat-manager unreachable: {e.cause}"}
             return ToolAnswer(error, "unreachable")
+        text = answer.text()
+        if answer.status >= 400:
+            logger.warning(f"tool {name}: HTTP {answer.status}")
+            error = {"status": "error", "error": f"HTTP {answer.status}: {text}"}
+            return ToolAnswer(error, "error")
+        return ToolAnswer({"status": "ok", "data": _json_or_raw(text, answer.content_type)}, "ok")
 
     async def member_switched(self, call_id: str, body: dict[str, Any]) -> bool:
         """Tell pipecat-manager that a team call moved to another member.
@@ -98,20 +81,16 @@ class ManagerClient:
         after ``notify_timeout_secs`` so a slow manager costs the call nothing.
         """
         url = f"{self._settings.manager_http_url}/{call_id}/member-switched"
-        import aiohttp
-
         timeout = self._settings.notify_timeout_secs
         try:
-            async with self._http().post(
-                url, json=body, timeout=aiohttp.ClientTimeout(total=timeout)
-            ) as response:
-                if response.status >= 400:
-                    logger.warning(f"member-switched: HTTP {response.status}")
-                    return False
-                return True
-        except (TimeoutError, aiohttp.ClientError) as e:
-            logger.warning(f"member-switched not delivered: {type(e).__name__}")
+            answer = await self._http.request("POST", url, json=body, timeout=timeout)
+        except PeerError as e:
+            logger.warning(f"member-switched not delivered: {type(e.cause).__name__}")
             return False
+        if answer.status >= 400:
+            logger.warning(f"member-switched: HTTP {answer.status}")
+            return False
+        return True
 
 
 def _json_or_raw(text: str, content_type: str) -> Any:

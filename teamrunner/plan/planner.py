@@ -31,6 +31,7 @@ from teamrunner.plan.model import (
 from teamrunner.plan.remote_policy import plan_policy
 from teamrunner.plan.specs import check_language, llm_spec, stt_spec, tts_spec
 from teamrunner.plan.spoken import plan_end_call, plan_idle, words
+from teamrunner.providers import STTSpec, TTSSpec
 
 
 def plan_call(request: RunRequest, settings: Settings) -> CallPlan:
@@ -198,22 +199,8 @@ def _plan_member(
         settings,
         problems,
     )
-    check_language(f"{where}.ai.stt_language", ai.stt_language, problems)
-    check_language(f"{where}.ai.tts_language", ai.tts_language, problems)
     is_start = member.id == request.resolved_team.start_member_id  # type: ignore[union-attr]
-    # Go fills the top level from the start member; use it where the start member is silent.
-    stt_type = ai.stt_type or (request.stt_type if is_start else None)
-    tts_type = ai.tts_type or (request.tts_type if is_start else None)
-    voice = ai.tts_voice_id or (request.tts_voice_id if is_start else None)
-    # A chat session (no top-level stt_type/tts_type) builds no STT/TTS at all,
-    # whatever its members name.
-    stt = tts = None
-    if request.stt_type:
-        language = ai.stt_language or request.stt_language
-        stt = stt_spec(f"{where}.ai.stt_type", stt_type, language, settings, problems)
-    if request.tts_type:
-        language = ai.tts_language or request.tts_language
-        tts = tts_spec(f"{where}.ai.tts_type", tts_type, voice, language, settings, problems)
+    stt, tts = _plan_speech(where, member, request, is_start, settings, problems)
     tools = plan_tools(member.tools)
     transitions = _plan_transitions(where, member, member_ids, problems)
     # Go fills the top level from the start member, as for its voice above.
@@ -250,6 +237,34 @@ def _plan_member(
         greeting=words(greeting_at, greeting, problems, ai.parameter),
         end_call=end_call,
     )
+
+
+def _plan_speech(
+    where: str,
+    member: Member,
+    request: RunRequest,
+    is_start: bool,
+    settings: Settings,
+    problems: list[Problem],
+) -> tuple[STTSpec | None, TTSSpec | None]:
+    """How a member hears and speaks: its own services, or the call's for the start member."""
+    ai = member.ai
+    check_language(f"{where}.ai.stt_language", ai.stt_language, problems)
+    check_language(f"{where}.ai.tts_language", ai.tts_language, problems)
+    # Go fills the top level from the start member; use it where the start member is silent.
+    stt_type = ai.stt_type or (request.stt_type if is_start else None)
+    tts_type = ai.tts_type or (request.tts_type if is_start else None)
+    voice = ai.tts_voice_id or (request.tts_voice_id if is_start else None)
+    # A chat session (no top-level stt_type/tts_type) builds no STT/TTS at all,
+    # whatever its members name.
+    stt = tts = None
+    if request.stt_type:
+        language = ai.stt_language or request.stt_language
+        stt = stt_spec(f"{where}.ai.stt_type", stt_type, language, settings, problems)
+    if request.tts_type:
+        language = ai.tts_language or request.tts_language
+        tts = tts_spec(f"{where}.ai.tts_type", tts_type, voice, language, settings, problems)
+    return stt, tts
 
 
 def _plan_transitions(

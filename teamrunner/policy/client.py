@@ -20,7 +20,10 @@ contract asks: a start that fails is an error (the call does not start), but
 a ``/tool-call`` that fails for any reason (network, non-2xx, a body that is
 not the contract's, a transition without its prompt and tools, a timeout)
 becomes a ``stay`` with no change of state, a warning, and an error result
-for the model. Nothing here raises into a running call.
+for the model. Nothing here raises into a running call. An answer is read
+by pydantic models, in the order a reader would check it (what it decides,
+then the prompt and tools it must carry, then the policy's state, then each
+tool), and the first field out of contract names what is wrong with it.
 
 A policy tool is offered to the model under a name every provider accepts
 (``plan.function_name``, as for Go's tools) and sent back to the service
@@ -39,26 +42,25 @@ import json
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 from loguru import logger
+from pydantic import (
+    BaseModel,
+    Field,
+    StrictBool,
+    StrictStr,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+)
 
 from teamrunner.contract import POLICY_TIMEOUT_SECS
-from teamrunner.errors import RunnerError
+from teamrunner.errors import PeerError, PolicyError
+from teamrunner.http_client import PeerClient
 from teamrunner.plan import function_name
 
-if TYPE_CHECKING:
-    import aiohttp
-
 DEFAULT_TIMEOUT_SECS = POLICY_TIMEOUT_SECS
-
-
-class PolicyError(RunnerError):
-    """The policy service could not seed the call; ``reason`` says why, never the token or URL."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(f"remote policy: {reason}")
-        self.reason = reason
 
 
 class Action(StrEnum):
@@ -164,9 +166,9 @@ class PolicyClient:
         self._reserved = frozenset(reserved)
         self._config = dict(config)
         self._provider = provider
-        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._timeout = timeout_secs
-        self._http: aiohttp.ClientSession | None = None
+        self._http = PeerClient("remote policy", headers=headers)
         self._state: PolicyState | None = None
 
     @property
@@ -187,7 +189,7 @@ class PolicyClient:
         except _Malformed as e:
             raise PolicyError(f"POST /session {e}") from None
         except Exception as e:
-            raise PolicyError(f"POST /session failed ({_describe(e, self._timeout)})") from None
+            raise PolicyError(f"POST /session failed ({_describe(e)})") from None
         tools = ", ".join(t.name for t in self._state.tools) or "none"
         logger.info(f"remote policy: started at node {self._state.node_id}, offering {tools}")
         return self._state
@@ -204,7 +206,7 @@ class PolicyClient:
             answer = await self._post("/tool-call", body)
             decision = _decision(answer, current, self._reserved)
         except Exception as e:
-            reason = str(e) if isinstance(e, _Malformed) else _describe(e, self._timeout)
+            reason = str(e) if isinstance(e, _Malformed) else _describe(e)
             logger.warning(f"remote policy: /tool-call {name} failed ({reason}); staying")
             return Decision(Action.STAY, current, error=reason)
         self._state = decision.state
@@ -215,21 +217,13 @@ class PolicyClient:
         return decision
 
     async def close(self) -> None:
-        if self._http is not None:
-            await self._http.close()
-            self._http = None
+        await self._http.close()
 
     async def _post(self, path: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
-        import aiohttp
-
-        if self._http is None:
-            self._http = aiohttp.ClientSession(headers=self._headers)
-        async with self._http.post(
-            self._url + path, json=body, timeout=aiohttp.ClientTimeout(total=self._timeout)
-        ) as response:
-            text = await response.text()
-            if not 200 <= response.status < 300:
-                raise _Malformed(f"answered HTTP {response.status}")
+        sent = await self._http.request("POST", self._url + path, json=body, timeout=self._timeout)
+        text = sent.text()
+        if not 200 <= sent.status < 300:
+            raise _Malformed(f"answered HTTP {sent.status}")
         try:
             answer = json.loads(text)
         except json.JSONDecodeError:
@@ -239,17 +233,71 @@ class PolicyClient:
         return answer
 
 
-def _describe(error: Exception, timeout: float) -> str:
+def _describe(error: Exception) -> str:
     """Why a request failed, in words that quote neither the URL nor a header."""
-    import aiohttp
+    return error.reason if isinstance(error, PeerError) else type(error).__name__
 
-    if isinstance(error, TimeoutError):
-        return f"no answer within {timeout:g}s"
-    if isinstance(error, aiohttp.ClientConnectorError):
-        return "could not connect"
-    if isinstance(error, aiohttp.ClientError):
-        return f"the connection failed: {type(error).__name__}"
-    return type(error).__name__
+
+# What an answer out of contract is told, by the field the check failed on.
+_WITHOUT_PROMPT = "answered without the system_prompt and tools the contract requires"
+_WRONG_STATE = "answered a node_id or collected_vars of the wrong type"
+_OUT_OF_CONTRACT = {
+    "action": "answered no action the contract knows (transition, stay, end)",
+    "say": "answered a say that is not text",
+    "system_prompt": _WITHOUT_PROMPT,
+    "tools": _WITHOUT_PROMPT,
+    "node_id": _WRONG_STATE,
+    "collected_vars": _WRONG_STATE,
+    "finished": "answered a finished that is not a boolean",
+}
+
+
+class _DecisionAnswer(BaseModel):
+    """What a ``/tool-call`` answer decides; checked first, in this order."""
+
+    action: Action
+    say: StrictStr | None = None
+    disposition: Any = None
+
+
+class _PromptAnswer(BaseModel):
+    """The prompt and tools a ``/session`` answer, or a transition, must carry."""
+
+    system_prompt: StrictStr
+    tools: list[Any]
+
+
+class _StateAnswer(BaseModel):
+    """The policy's own state; a field an answer leaves out keeps its previous value."""
+
+    node_id: StrictStr = ""
+    collected_vars: dict[str, Any] = Field(default_factory=dict)
+    finished: StrictBool = False
+
+
+class _ToolAnswer(BaseModel):
+    """One tool the policy offers; ``params`` left out (or empty) is a function of no arguments."""
+
+    name: StrictStr = Field(min_length=1)
+    description: Any = ""
+    params: dict[str, Any] = Field(default=None, validate_default=True)
+
+    @field_validator("params", mode="before")
+    @classmethod
+    def _no_params(cls, value: Any) -> Any:
+        return value or {"type": "object", "properties": {}}
+
+
+_TOOLS = TypeAdapter(list[_ToolAnswer])
+_Answer = TypeVar("_Answer", bound=BaseModel)
+
+
+def _checked(model: type[_Answer], answer: Mapping[str, Any]) -> _Answer:
+    """``answer`` as ``model``; its first field out of contract (in field order) says why not."""
+    try:
+        return model.model_validate(answer)
+    except ValidationError as e:
+        raise _Malformed(_OUT_OF_CONTRACT[str(e.errors()[0]["loc"][0])]) from None
 
 
 def _state(
@@ -260,26 +308,27 @@ def _state(
     reserved: frozenset[str],
 ) -> PolicyState:
     """The state an answer describes; fields it leaves out keep their previous values."""
-    prompt, tools = answer.get("system_prompt"), answer.get("tools")
-    if require_prompt and (not isinstance(prompt, str) or not isinstance(tools, list)):
-        raise _Malformed("answered without the system_prompt and tools the contract requires")
-    node = answer.get("node_id", previous.node_id if previous else "")
-    variables = answer.get("collected_vars", previous.collected_vars if previous else {})
-    finished = answer.get("finished", previous.finished if previous else False)
-    if not isinstance(node, str) or not isinstance(variables, dict):
-        raise _Malformed("answered a node_id or collected_vars of the wrong type")
-    if not isinstance(finished, bool):
-        raise _Malformed("answered a finished that is not a boolean")
-    base = previous or PolicyState(node_id=node, system_prompt="", tools=())
-    state = replace(base, node_id=node, collected_vars=variables, finished=finished)
-    if require_prompt:
-        assert isinstance(prompt, str) and isinstance(tools, list)
-        state = replace(state, system_prompt=prompt, tools=_tools(tools, reserved))
+    prompt = _checked(_PromptAnswer, answer) if require_prompt else None
+    changed = _checked(_StateAnswer, answer).model_dump(exclude_unset=True)
+    state = replace(previous or PolicyState(node_id="", system_prompt="", tools=()), **changed)
+    if prompt is not None:
+        tools = _tools(prompt.tools, reserved)
+        state = replace(state, system_prompt=prompt.system_prompt, tools=tools)
     return state
 
 
 def _tools(entries: list[Any], reserved: frozenset[str]) -> tuple[PolicyTool, ...]:
-    tools = tuple(_tool(entry) for entry in entries)
+    try:
+        answers = _TOOLS.validate_python(entries)
+    except ValidationError as e:
+        index, *field = e.errors()[0]["loc"]
+        if field == ["params"]:
+            name = entries[int(index)]["name"]
+            raise _Malformed(
+                f"answered tool {name} with params that are not a JSON schema"
+            ) from None
+        raise _Malformed("answered a tool without a name") from None
+    tools = tuple(PolicyTool(t.name, str(t.description), t.params) for t in answers)
     seen: set[str] = set()
     for tool in tools:
         if tool.function in reserved:
@@ -293,29 +342,16 @@ def _tools(entries: list[Any], reserved: frozenset[str]) -> tuple[PolicyTool, ..
     return tools
 
 
-def _tool(entry: Any) -> PolicyTool:
-    if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not entry["name"]:
-        raise _Malformed("answered a tool without a name")
-    params = entry.get("params") or {"type": "object", "properties": {}}
-    if not isinstance(params, dict):
-        raise _Malformed(f"answered tool {entry['name']} with params that are not a JSON schema")
-    return PolicyTool(entry["name"], str(entry.get("description", "")), params)
-
-
 def _decision(
     answer: Mapping[str, Any], current: PolicyState, reserved: frozenset[str]
 ) -> Decision:
-    try:
-        action = Action(str(answer.get("action")))
-    except ValueError:
-        raise _Malformed("answered no action the contract knows (transition, stay, end)") from None
-    say, disposition = answer.get("say"), answer.get("disposition")
-    if say is not None and not isinstance(say, str):
-        raise _Malformed("answered a say that is not text")
-    state = _state(answer, current, require_prompt=action is Action.TRANSITION, reserved=reserved)
+    decided = _checked(_DecisionAnswer, answer)
+    state = _state(
+        answer, current, require_prompt=decided.action is Action.TRANSITION, reserved=reserved
+    )
     return Decision(
-        action,
+        decided.action,
         state,
-        say=say or None,
-        disposition=str(disposition) if disposition is not None else None,
+        say=decided.say or None,
+        disposition=str(decided.disposition) if decided.disposition is not None else None,
     )

@@ -45,14 +45,13 @@ from pipecat.flows import NO_RESPONSE, FlowArgs, FlowManager, FlowsFunctionSchem
 from teamrunner.call.ending import CallEnding
 from teamrunner.call.functions import offered
 from teamrunner.call.lines import Lines
-from teamrunner.errors import StartError
+from teamrunner.errors import PolicyError, StartError
 from teamrunner.observe.journal import CallJournal, EndReason
 from teamrunner.plan import END_CALL_FUNCTION, CallPlan, MemberPlan
 from teamrunner.policy.client import (
     Action,
     Decision,
     PolicyClient,
-    PolicyError,
     PolicyState,
     PolicyTool,
 )

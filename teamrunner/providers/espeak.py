@@ -32,7 +32,7 @@ from pipecat.frames.frames import ErrorFrame, Frame
 from pipecat.services.settings import TTSSettings
 from pipecat.utils.tracing.service_decorators import traced_tts
 
-from teamrunner.errors import RunnerError
+from teamrunner.errors import EspeakError, UnknownVoiceError
 from teamrunner.pipecat_internals.tts import PcmTTSService
 
 DEFAULT_VOICE = "en-us"
@@ -83,14 +83,6 @@ class _Voice(ctypes.Structure):
         ("score", ctypes.c_int),
         ("spare", ctypes.c_void_p),
     )
-
-
-class EspeakError(RunnerError):
-    """libespeak-ng could not be loaded, or refused to speak."""
-
-
-class UnknownVoiceError(EspeakError):
-    """A voice id names no espeak-ng voice or variant; the message lists valid ones."""
 
 
 class EspeakEngine:

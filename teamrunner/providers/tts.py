@@ -82,7 +82,8 @@ def piper_tts(spec: TTSSpec, shared: SharedResources) -> TTSService:
 
 
 def _espeak_voice(spec: TTSSpec) -> str | None:
-    from teamrunner.providers.espeak import UnknownVoiceError, shared_engine
+    from teamrunner.errors import UnknownVoiceError
+    from teamrunner.providers.espeak import shared_engine
 
     try:
         shared_engine().resolve_voice(spec.voice_id or "en-us")

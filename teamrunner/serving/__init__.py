@@ -1,5 +1,8 @@
 """Serving the HTTP API: uvicorn with the limits, timeouts and drain an operator needs.
 
+``app.py`` puts the application together the one way a single runner and a
+pool's front share: the FastAPI app with its edge and lifespan, how a
+refused request is logged and counted, and what a "not ready" answers.
 ``edge.py`` installs, the same on every application, what a request passes
 before a route sees it: ``answers.py``, the one error shape every refusal
 and every bug is answered in, on a connection that stays open;

@@ -8,7 +8,7 @@ exception, and never quoting a request's values, so no key can leak through
 one. Both applications install it: a single runner process (``main.py``)
 and the front of a pool of workers (``teamrunner.workers``), so Go reads the
 same answers from either. Each refused request is reported once to
-``on_refused``, which logs and counts it.
+``on_refused`` (``app.Refusals``), which logs and counts it.
 
 None of these answers closes a kept-alive connection: Go pools its
 connections and sends its next request on the one that was just answered.
@@ -41,18 +41,6 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-# The reason label of runner_calls_refused_total, by the status /run was refused with
-# (503 is "draining" or "capacity", which only the refusing application knows).
-REFUSAL_REASONS = {
-    400: "invalid",
-    404: "not_found",
-    408: "timeout",
-    409: "conflict",
-    413: "too_large",
-    422: "invalid",
-    500: "start_failed",
-}
 
 
 def error_answer(

@@ -36,8 +36,6 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -48,7 +46,14 @@ from pydantic import BaseModel
 
 from teamrunner.config import Settings
 from teamrunner.contract import CallId
-from teamrunner.errors import AtCapacity, Draining, RequestError, SessionNotFound, StartError
+from teamrunner.errors import (
+    AtCapacity,
+    Draining,
+    NoWorker,
+    SessionNotFound,
+    StartError,
+    WorkerStartError,
+)
 from teamrunner.observe.logs import configure_logging
 from teamrunner.observe.metrics import CONTENT_TYPE, PoolMetrics
 from teamrunner.observe.redaction import Redactor
@@ -59,25 +64,16 @@ from teamrunner.responses import (
     Providers,
     Ready,
     Stopped,
-    error_body,
     error_responses,
 )
-from teamrunner.serving.answers import REFUSAL_REASONS
-from teamrunner.serving.edge import install_edge
+from teamrunner.serving.app import Closer, Refusals, Unavailable, not_ready, runner_app
 from teamrunner.serving.json_body import parse_json
 from teamrunner.serving.listeners import listening_on, listening_sockets
 from teamrunner.serving.server import Drain, RunnerHTTPServer, uvicorn_config
-from teamrunner.workers.pool import WorkerPool, WorkerStartError
+from teamrunner.workers.pool import WorkerPool
 from teamrunner.workers.process import Answer, WorkerGone, WorkerProcess, WorkerTarget
 
 NOT_FOUND = "no call with that id is running; GET /calls lists the running calls"
-
-
-class NoWorker(RequestError):
-    """No worker process is up to take a call (they are starting, or being replaced)."""
-
-    status = 503
-    retry_after = 2
 
 
 class WorkerHealth(BaseModel):
@@ -125,44 +121,40 @@ def create_front_app(settings: Settings, pool: WorkerPool) -> FastAPI:
             f"to {settings.load_threshold:g} of its core's load{cap}"
         )
 
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    async def open_pool(app: FastAPI) -> Closer:
         configure_logging(redactor, level=settings.log_level, json_lines=settings.log_json)
         # The port opens at once, /health answering, while the workers start and warm up;
         # /ready and /run say 503 (Retry-After) until one is up.
         starting = asyncio.get_running_loop().create_task(start_pool())
         app.state.starting = starting
-        try:
-            yield
-        finally:
+
+        async def close() -> None:
             await pool.close()
             starting.cancel()
             await asyncio.gather(starting, return_exceptions=True)
 
-    def refused(method: str, path: str, status: int, reason: str) -> None:
-        logger.warning(f"refused {method} {path}: {status} {reason}")
-        if path == "/run":
-            label = REFUSAL_REASONS.get(status, "other")
-            if status == 503:
-                label = "draining" if pool.draining else "capacity" if pool.ready else "unavailable"
-            pool.metrics.calls_refused.labels(label).inc()
+        return close
 
-    app = FastAPI(
-        title="pipecat-team-runner",
-        lifespan=lifespan,
-        docs_url=None,
-        redoc_url=None,
-        openapi_url=None,  # a worker's is served instead: the same routes and answers
-    )
+    def unavailable() -> Unavailable:
+        if pool.draining:
+            return Unavailable.DRAINING
+        return Unavailable.CAPACITY if pool.ready else Unavailable.NO_WORKER
+
+    refusals = Refusals(lambda: pool.metrics.calls_refused, unavailable)
+    # A worker's schema is served instead (``_add_probe_routes``): the same routes and answers.
+    app = runner_app(settings, open_pool, refusals, redactor.redact, openapi=False)
     app.state.start_failed = False
-    app.state.refused = refused
     app.state.exit = lambda: None  # serve_front sets it: end the server
-    install_edge(app, settings, refused, redactor.redact)
-    _add_routes(app, settings, pool)
+    _add_call_routes(app, settings, pool, refusals)
+    _add_probe_routes(app, settings, pool)
     return app
 
 
-def _add_routes(app: FastAPI, settings: Settings, pool: WorkerPool) -> None:
+def _add_call_routes(
+    app: FastAPI, settings: Settings, pool: WorkerPool, refusals: Refusals
+) -> None:
+    """The routes that drive calls, each passed on to the worker it concerns."""
+
     @app.post("/run", responses=error_responses(400, 401, 408, 409, 413, 422, 500, 503))
     async def run(request: Request) -> Response:
         """Offer a call to the workers in turn; the answer is passed on as it is."""
@@ -183,18 +175,10 @@ def _add_routes(app: FastAPI, settings: Settings, pool: WorkerPool) -> None:
                 f"at capacity: {pool.calls} of {settings.max_calls} calls (RUNNER_MAX_CALLS); "
                 "try again shortly or on another runner"
             )
-        # Offered to each worker in turn (``candidates``) until one takes it:
-        # each judges its own load. A body with no id is not the contract's shape,
-        # and the first worker says what is wrong with it.
-        answer: Answer | None = None
-        for worker in pool.candidates():
-            answer = await _start_on(pool, worker, call_id, body, request)
-            if answer.status != 503 or call_id is None:
-                break
-        assert answer is not None, "there is a ready worker"
+        answer = await _offer(pool, call_id, body, request)
         if answer.status == 503:
             # Workers leave a refusal for their load to the front: another may have taken it.
-            app.state.refused("POST", "/run", 503, json.loads(answer.body)["error"])
+            refusals("POST", "/run", 503, json.loads(answer.body)["error"])
         return _passed(answer)
 
     @app.post("/stop", responses=error_responses(401, 404, 422))
@@ -210,6 +194,22 @@ def _add_routes(app: FastAPI, settings: Settings, pool: WorkerPool) -> None:
                 raise
             # Its worker ended, and with it everything the call held.
             return JSONResponse(Stopped(id=id).model_dump())
+
+    @app.get("/calls", responses=error_responses(401))
+    async def calls() -> dict[str, list[dict[str, Any]]]:
+        """Every worker's running calls, each naming its worker."""
+        asked_at = time.monotonic()
+        listed: list[dict[str, Any]] = []
+        for worker, answer in await pool.ask("/calls"):
+            pool.take_calls(worker, answer, asked_at)
+            listed += [
+                {**call, "worker": worker.index} for call in json.loads(answer.body)["calls"]
+            ]
+        return {"calls": listed}
+
+
+def _add_probe_routes(app: FastAPI, settings: Settings, pool: WorkerPool) -> None:
+    """The routes that answer for the whole runner: the probes, the metrics and the schema."""
 
     @app.get("/health")
     async def health() -> PoolHealth:
@@ -236,45 +236,15 @@ def _add_routes(app: FastAPI, settings: Settings, pool: WorkerPool) -> None:
     @app.get("/ready", responses=error_responses(503))
     async def ready() -> Any:
         """Readiness: not draining, and some worker would admit a voice call."""
-        ready = pool.ready
-        admitting = [w for w in ready if w.admits(CallKind.VOICE)]
-        if pool.draining:
-            reason, retry = "draining: the runner is shutting down", "5"
-        elif not pool.started:
-            # Ready once every worker is warm: the first calls spread over the whole pool.
-            reason = f"starting: {len(ready)} of {pool.count} worker processes up"
-            retry = "2"
-        elif not ready:
-            reason, retry = "starting: no worker process is up yet", "2"
-        elif settings.max_calls is not None and pool.calls >= settings.max_calls:
-            reason = f"at capacity: {pool.calls} of {settings.max_calls} calls (RUNNER_MAX_CALLS)"
-            retry = "2"
-        elif not admitting:
-            reason = (
-                f"at capacity: none of the {len(ready)} workers' load would carry a voice call "
-                f"(RUNNER_LOAD_THRESHOLD {settings.load_threshold:g})"
-            )
-            retry = "2"
-        else:
-            return PoolReady(
-                calls=pool.calls,
-                max_calls=settings.max_calls,
-                workers=len(ready),
-                admitting=len(admitting),
-            )
-        return JSONResponse(error_body(reason), status_code=503, headers={"Retry-After": retry})
-
-    @app.get("/calls", responses=error_responses(401))
-    async def calls() -> dict[str, list[dict[str, Any]]]:
-        """Every worker's running calls, each naming its worker."""
-        asked_at = time.monotonic()
-        listed: list[dict[str, Any]] = []
-        for worker, answer in await pool.ask("/calls"):
-            pool.take_calls(worker, answer, asked_at)
-            listed += [
-                {**call, "worker": worker.index} for call in json.loads(answer.body)["calls"]
-            ]
-        return {"calls": listed}
+        reason = _not_ready(pool, settings)
+        if reason is not None:
+            return not_ready(reason, draining=pool.draining)
+        return PoolReady(
+            calls=pool.calls,
+            max_calls=settings.max_calls,
+            workers=len(pool.ready),
+            admitting=len(_admitting(pool)),
+        )
 
     @app.get("/metrics", response_class=Response)
     async def metrics() -> Response:
@@ -289,6 +259,46 @@ def _add_routes(app: FastAPI, settings: Settings, pool: WorkerPool) -> None:
         if not answers:
             raise NoWorker("no worker process is up yet (starting or being replaced)")
         return _passed(answers[0][1])
+
+
+def _not_ready(pool: WorkerPool, settings: Settings) -> str | None:
+    """Why the runner should be sent no new call now, or None when it takes one."""
+    ready = pool.ready
+    if pool.draining:
+        return "draining: the runner is shutting down"
+    if not pool.started:
+        # Ready once every worker is warm: the first calls spread over the whole pool.
+        return f"starting: {len(ready)} of {pool.count} worker processes up"
+    if not ready:
+        return "starting: no worker process is up yet"
+    if settings.max_calls is not None and pool.calls >= settings.max_calls:
+        return f"at capacity: {pool.calls} of {settings.max_calls} calls (RUNNER_MAX_CALLS)"
+    if not _admitting(pool):
+        return (
+            f"at capacity: none of the {len(ready)} workers' load would carry a voice call "
+            f"(RUNNER_LOAD_THRESHOLD {settings.load_threshold:g})"
+        )
+    return None
+
+
+def _admitting(pool: WorkerPool) -> list[WorkerProcess]:
+    """The ready workers that would admit a voice call, as each last reported."""
+    return [w for w in pool.ready if w.admits(CallKind.VOICE)]
+
+
+async def _offer(pool: WorkerPool, call_id: str | None, body: bytes, request: Request) -> Answer:
+    """Offer the call to each worker in turn (``candidates``) until one takes it.
+
+    Each judges its own load. A body with no id is not the contract's shape,
+    and the first worker says what is wrong with it.
+    """
+    answer: Answer | None = None
+    for worker in pool.candidates():
+        answer = await _start_on(pool, worker, call_id, body, request)
+        if answer.status != 503 or call_id is None:
+            break
+    assert answer is not None, "there is a ready worker"
+    return answer
 
 
 async def _start_on(

@@ -30,10 +30,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-import aiohttp
 from loguru import logger
 
 from teamrunner.config import Settings
+from teamrunner.errors import PeerError
+from teamrunner.http_client import PeerClient
 from teamrunner.responses import CallKind, LoadReport, ProcessHealth
 
 # Runs in the new process: (settings, socket path, worker index, the front's pid).
@@ -108,7 +109,9 @@ class WorkerProcess:
         self._target = target
         self._settings = settings
         self._process: Any = None
-        self._http: aiohttp.ClientSession | None = None
+        self._http = PeerClient(
+            f"worker {index}", base_url="http://worker", unix_socket=self.socket
+        )
 
     @property
     def pid(self) -> int | None:
@@ -193,25 +196,15 @@ class WorkerProcess:
         Raises:
             WorkerGone: no answer came (the worker ended, or ``timeout`` passed).
         """
-        if self._http is None:
-            self._http = aiohttp.ClientSession(
-                connector=aiohttp.UnixConnector(path=self.socket), base_url="http://worker"
-            )
         headers = {"content-type": content_type} if content_type else None
         try:
-            async with self._http.request(
-                method,
-                path,
-                params=params,
-                data=body,
-                headers=headers,
-                timeout=aiohttp.ClientTimeout(total=timeout),
-            ) as response:
-                data = await response.read()
-                passed = {h: response.headers[h] for h in PASSED_HEADERS if h in response.headers}
-                return Answer(response.status, data, passed)
-        except (aiohttp.ClientError, TimeoutError, OSError) as e:
-            raise WorkerGone(f"worker {self.index}: {type(e).__name__}: {e}") from e
+            answer = await self._http.request(
+                method, path, params=params, data=body, headers=headers, timeout=timeout
+            )
+        except PeerError as e:
+            raise WorkerGone(f"worker {self.index}: {type(e.cause).__name__}: {e.cause}") from e
+        passed = {h: answer.headers[h] for h in PASSED_HEADERS if h in answer.headers}
+        return Answer(answer.status, answer.body, passed)
 
     def reconcile(self, running: set[str], asked_at: float) -> None:
         """Forget calls that the worker, asked at ``asked_at``, no longer runs."""
@@ -229,6 +222,4 @@ class WorkerProcess:
 
     async def close(self) -> None:
         """Release the front's side of the worker (its HTTP client)."""
-        if self._http is not None:
-            await self._http.close()
-            self._http = None
+        await self._http.close()

@@ -105,6 +105,7 @@ async def test_sigterm_drains_calls_carry_on_and_new_ones_are_refused(
     ready = await http.get(f"{url}/ready")
     refused = await http.post(f"{url}/run", json=voice_request(id=CALL_B))
     health = await http.get(f"{url}/health")
+    metrics = await http.get(f"{url}/metrics")
     # The live call goes on: the caller speaks, and the bot answers, during the drain.
     await caller_says(cloud, "Are you still there?", call_id=CALL_A)
     await call.wait(
@@ -118,6 +119,10 @@ async def test_sigterm_drains_calls_carry_on_and_new_ones_are_refused(
     assert ready.status_code == 503 and ready.headers["retry-after"] == "5"
     assert "draining" in ready.json()["error"]
     assert refused.status_code == 503 and "shutting down" in refused.json()["error"]
+    assert refused.headers["retry-after"] == "5"
+    # Counted and logged once, by the process that refused it (a pool's front, or the runner).
+    assert 'runner_calls_refused_total{reason="draining"} 1.0' in metrics.text
+    assert draining_runner.log.count("refused POST /run: 503") == 1
     assert health.status_code == 200
     assert status == 0
     assert not call.rtvi("error")  # the call ended as Go asked, not as a shutdown

@@ -18,7 +18,8 @@ import httpx
 import pytest
 
 from simulators.policy import PolicyAnswer, PolicySimulator
-from teamrunner.policy.client import Action, PolicyClient, PolicyError
+from teamrunner.errors import PolicyError
+from teamrunner.policy.client import Action, PolicyClient
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "policy-token-do-not-leak-7c1e"
@@ -179,3 +180,82 @@ async def test_an_unreachable_policy_fails_the_start_naming_it(policy: PolicySim
     await client.close()
     assert refused.value.reason == "POST /session failed (could not connect)"
     assert "127.0.0.1:9" not in str(refused.value)  # a URL may carry a password
+
+
+PROMPTED = {"system_prompt": "Go on.", "tools": [], "node_id": "next"}
+TOOL = {"name": "lookup", "params": {"type": "object"}}
+WITHOUT_PROMPT = "answered without the system_prompt and tools the contract requires"
+WRONG_STATE = "answered a node_id or collected_vars of the wrong type"
+NO_NAME = "answered a tool without a name"
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        ({"node_id": "n"}, "answered no action the contract knows (transition, stay, end)"),
+        ({"action": "dance"}, "answered no action the contract knows (transition, stay, end)"),
+        ({"action": "stay", "say": 5}, "answered a say that is not text"),
+        ({"action": "transition", "node_id": 5}, WITHOUT_PROMPT),
+        ({"action": "transition", "system_prompt": "Go on.", "tools": {}}, WITHOUT_PROMPT),
+        ({"action": "stay", "node_id": None}, WRONG_STATE),
+        ({"action": "stay", "collected_vars": [], "finished": "yes"}, WRONG_STATE),
+        ({"action": "end", "finished": "yes"}, "answered a finished that is not a boolean"),
+        ({"action": "end", "finished": 1}, "answered a finished that is not a boolean"),
+        ({"action": "transition", **PROMPTED, "tools": ["lookup"]}, NO_NAME),
+        ({"action": "transition", **PROMPTED, "tools": [{"name": ""}]}, NO_NAME),
+        (
+            {"action": "transition", **PROMPTED, "tools": [{"name": "a", "params": [1]}, {}]},
+            "answered tool a with params that are not a JSON schema",
+        ),
+        (
+            {"action": "transition", **PROMPTED, "tools": [TOOL, TOOL]},
+            "answered two tools the model would both know as lookup",
+        ),
+        (
+            {"action": "transition", **PROMPTED, "tools": [{"name": "end_call"}]},
+            "answered tool end_call, whose name the call already gives one of its own "
+            "functions (a Go tool, a transition or end_call)",
+        ),
+    ],
+)
+async def test_an_answer_out_of_contract_is_a_stay_saying_what_is_wrong(
+    policy: PolicySimulator, answer: dict[str, object], message: str
+) -> None:
+    client = PolicyClient(policy.url, {}, "openai", reserved={"end_call"})
+    before = await client.start()
+    policy.push(PolicyAnswer.ok(answer))
+    failed = await client.tool_call("anything", {})
+    await client.close()
+    assert (failed.action, failed.state, failed.error) == (Action.STAY, before, message)
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        (PolicyAnswer.fail(503), "POST /session answered HTTP 503"),
+        (PolicyAnswer.garbage(), "POST /session answered a body that is not JSON"),
+        (PolicyAnswer.ok(["a", "list"]), "POST /session answered JSON that is not an object"),
+        (PolicyAnswer.ok({"tools": []}), f"POST /session {WITHOUT_PROMPT}"),
+        (
+            PolicyAnswer.ok({"system_prompt": "Hi.", "tools": None}),
+            f"POST /session {WITHOUT_PROMPT}",
+        ),
+        (
+            PolicyAnswer.ok({"system_prompt": "Hi.", "tools": [], "collected_vars": "x"}),
+            f"POST /session {WRONG_STATE}",
+        ),
+        (
+            PolicyAnswer.ok({"system_prompt": "Hi.", "tools": [{"description": "d"}]}),
+            f"POST /session {NO_NAME}",
+        ),
+    ],
+)
+async def test_a_start_out_of_contract_fails_saying_what_is_wrong(
+    answer: PolicyAnswer, reason: str
+) -> None:
+    async with PolicySimulator(answer) as policy:
+        client = PolicyClient(policy.url, {}, "openai")
+        with pytest.raises(PolicyError) as refused:
+            await client.start()
+        await client.close()
+    assert refused.value.reason == reason
