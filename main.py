@@ -38,10 +38,11 @@ from __future__ import annotations
 
 import argparse
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import replace
-from typing import Annotated, Any
+from functools import partial
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import FastAPI, Query
 from fastapi.responses import JSONResponse, Response
@@ -76,15 +77,29 @@ from teamrunner.serving.listeners import listening_on, listening_sockets
 from teamrunner.serving.server import Drain, RunnerHTTPServer, uvicorn_config
 from teamrunner.workers import worker_count
 
+if TYPE_CHECKING:
+    from pipecat.observers.base_observer import BaseObserver
+    from pipecat.pipeline.worker import PipelineWorker
+
 # What a call imports: pipecat, the providers' SDKs and the per-call assembly.
 CALL_MODULES = ("run",)
 
+# Observers a tool running the runner adds to each call it builds (the playground's
+# timeline and Whisker), given the call's plan and worker, as pipecat's own
+# ``setup_pipeline_worker`` hook is given the worker. Production adds none.
+CallObservers = Callable[[CallPlan, "PipelineWorker"], Iterable["BaseObserver"]]
 
-def build_call(plan: CallPlan, runtime: Runtime, journal: CallJournal) -> BuiltCall:
+
+def build_call(
+    plan: CallPlan,
+    runtime: Runtime,
+    journal: CallJournal,
+    observers: CallObservers | None = None,
+) -> BuiltCall:
     """``run.build_call`` over pipecat-manager's sockets, the transport of production.
 
     ``run`` (pipecat and the call stack) is imported by the warm-up or the first
-    call, not with the API.
+    call, not with the API. ``observers`` are added to the call's worker before it runs.
     """
     import run
     from teamrunner.manager.transport import open_sockets
@@ -98,7 +113,11 @@ def build_call(plan: CallPlan, runtime: Runtime, journal: CallJournal) -> BuiltC
         caller_audio_ms=settings.caller_audio_ms,
         address=settings.pipecatcall_address,
     )
-    return run.build_call(plan, runtime, journal, sockets)
+    call = run.build_call(plan, runtime, journal, sockets)
+    if observers is not None:
+        for observer in observers(plan, call.worker):
+            call.worker.add_observer(observer)
+    return call
 
 
 def create_app(
@@ -107,6 +126,7 @@ def create_app(
     configure_logs: bool = True,
     warm: bool = False,
     behind_front: bool = False,
+    observers: CallObservers | None = None,
 ) -> FastAPI:
     """The application; ``settings`` default to the environment, read now.
 
@@ -117,7 +137,7 @@ def create_app(
     do: the front already answers for them, and a worker that cannot warm up
     should not start). ``behind_front`` leaves the probes' listener and the
     ``Host`` and token checks to a pool's front (``teamrunner.serving.edge``
-    says why).
+    says why). ``observers`` watch each call (``CallObservers``; none in production).
     """
     resolved = settings or Settings.from_env()
 
@@ -139,7 +159,7 @@ def create_app(
         provider = tracing.setup_tracing() if resolved.tracing else None
         app.state.runtime = runtime
         app.state.warmup = warmup
-        sessions = SessionRegistry(runtime, build_call, warmup)
+        sessions = SessionRegistry(runtime, partial(build_call, observers=observers), warmup)
         sessions.open()
         app.state.sessions = sessions
         # A pool's worker listens on the front's private socket; the front logs the port.
