@@ -74,6 +74,7 @@ svg .m0 { fill:var(--m0); } svg .m1 { fill:var(--m1); } svg .m2 { fill:var(--m2)
 svg .m3 { fill:var(--m3); }
 svg .tick { stroke:var(--ink); stroke-width:2; } svg .tick.turn { stroke:var(--caller); }
 svg .tick.stt { stroke:var(--stt); } svg .tick.mark { stroke:#555; }
+svg .tick.cut { stroke:var(--handoff); stroke-width:3; }
 svg .handoff-line { stroke:var(--handoff); stroke-width:2; stroke-dasharray:5 4; }
 svg .measure.v2v { stroke:var(--v2v); fill:var(--v2v); }
 svg .measure.gap { stroke:var(--gap); fill:var(--gap); }

@@ -47,12 +47,15 @@ from pipecat.frames.frames import (
 from pipecat.observers.base_observer import BaseObserver, FramePushed
 from pipecat.processors.aggregators.llm_response_universal import LLMAssistantAggregator
 from pipecat.processors.frame_processor import FrameDirection
+from pipecat.services.tts_service import TTSService
 
 from teamrunner.call.playout import PlayoutClock
 from teamrunner.frames import SpokenLineFrame
 from teamrunner.plan import CallPlan
 
 NANOS = 1_000_000_000
+# What a voice makes.
+_VOICE = (TTSStartedFrame, TTSAudioRawFrame, TTSTextFrame, TTSStoppedFrame)
 # Frames pipecat broadcasts: pushed downstream and upstream, as two frames.
 _BROADCAST = (
     VADUserStartedSpeakingFrame,
@@ -128,6 +131,10 @@ class CallTimeline(BaseObserver):
         now = data.timestamp / NANOS
         if isinstance(frame, _BROADCAST) and data.direction != FrameDirection.DOWNSTREAM:
             return  # pipecat sends these both ways, as two frames: one is enough
+        if isinstance(frame, _VOICE) and not isinstance(data.source, TTSService):
+            # The voice's own, not the copies made after it: the output transport sends
+            # audio on in chunks of its own, and ``call.heard`` a sentence as its words.
+            return
         if isinstance(frame, VADUserStartedSpeakingFrame):
             self._note(now - frame.start_secs, "caller-start", data={"vad": now})
         elif isinstance(frame, VADUserStoppedSpeakingFrame):
@@ -178,11 +185,7 @@ class CallTimeline(BaseObserver):
             self._note(now, "tts-stop", member=self._voice)
             self._speech = None
         elif isinstance(frame, InterruptionFrame):
-            self._playout.flush(now)
-            if self._heard is not None and self._heard.data["end"] > now:
-                self._heard.data["end"] = max(now, self._heard.at)
-            self._heard = None
-            self._note(now, "interruption")
+            self._interrupted(now)
 
     def _call_started(self, now: float, frame: FunctionCallInProgressFrame) -> None:
         if frame.tool_call_id in self._calls:
@@ -218,6 +221,16 @@ class CallTimeline(BaseObserver):
         if target is not None and result.get("status") == "transferred":
             previous, self._member = self._member, target
             self._note(now, "handoff", frame.function_name, data={"from": previous, "to": target})
+
+    def _interrupted(self, now: float) -> None:
+        """What had not been played is dropped (pipecat interrupts at every turn's start)."""
+        cut = self._playout.ends_at > now
+        self._playout.flush(now)
+        if self._heard is not None and self._heard.data["end"] > now:
+            self._heard.data["end"] = max(now, self._heard.at)
+        self._heard = None
+        if cut:
+            self._note(now, "barge-in")
 
     def _audio(self, now: float, frame: TTSAudioRawFrame) -> None:
         secs = len(frame.audio) / (2 * frame.sample_rate * frame.num_channels)

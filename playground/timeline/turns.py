@@ -207,6 +207,11 @@ def _draw(turn: Turn, name: Callable[[str], str], tone: Callable[[str], str]) ->
                 Tick(CALLER, m.data["vad"], "VAD", f"the VAD is sure after {vad} ms", "mark")
             )
             speech = None
+        elif m.kind == "barge-in":
+            turn.steps.append(Step("the bot is cut off", m.at))
+            turn.ticks.append(
+                Tick(HEARD, m.at, "cut off", "an interruption drops what was not yet heard", "cut")
+            )
         elif m.kind == "turn-end":
             latency = _ms(m.at - caller_stop.at) if caller_stop else None
             turn.steps.append(Step("end of turn", m.at, latency, "the caller's last word"))
