@@ -123,6 +123,11 @@ class Turn:
             "handoff": self.handoff,
             "voice_to_voice_ms": v2v.ms if v2v else None,
             "handoff_gap_ms": gap.ms if gap else None,
+            "heard": [
+                {"what": b.label, "start": round(b.start, 3), "end": round(b.end, 3)}
+                for b in self.bars
+                if b.lane == HEARD
+            ],
             "steps": [
                 {"what": s.what, "at": round(s.at, 3), "latency_ms": s.latency_ms, "since": s.since}
                 for s in self.steps

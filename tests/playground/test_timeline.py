@@ -77,6 +77,9 @@ def test_the_call_timeline_holds_every_turn_the_handoff_and_the_latencies(tmp_pa
     assert "handoff Front → Billing (transfer_to_billing)" in steps
     assert "the caller hears Front" in steps and "the caller hears Billing" in steps
     assert steps.index("the caller hears Front") < steps.index("the caller hears Billing")
+    # Heard for as long as it lasts: the Cartesia stand-in speaks 40 ms a character.
+    line = next(h for h in handoff["heard"] if h["what"] == f"Front: {HANDOFF_LINE}")
+    assert line["end"] - line["start"] == pytest.approx(len(HANDOFF_LINE) * 0.040, abs=0.1)
     gap = handoff["handoff_gap_ms"]
     assert gap is not None and 0 <= gap < 1000
     assert f"handoff gap {gap} ms" in page
