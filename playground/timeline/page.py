@@ -25,6 +25,9 @@ LABEL_W = 150
 LANE_H = 30
 TOP = 26
 MEASURE_H = 26
+# Each stage of the voice-to-voice time, in its own colour.
+STAGES = {"VAD stop wait": "s0", "STT": "s1", "end of turn": "s2", "LLM": "s3", "TTS": "s4"}
+STAGES["playout"] = "s5"
 
 CSS = """
 :root { --bg:#f6f5f2; --card:#fff; --ink:#1d1d1f; --muted:#6e6e73; --line:#e4e2dc;
@@ -80,6 +83,13 @@ svg .measure.v2v { stroke:var(--v2v); fill:var(--v2v); }
 svg .measure.gap { stroke:var(--gap); fill:var(--gap); }
 svg .band.v2v { fill:var(--v2v); opacity:.07; } svg .band.gap { fill:var(--gap); opacity:.12; }
 svg .bar-label { fill:#fff; font-weight:600; pointer-events:none; }
+.breakdown { display:flex; height:22px; border-radius:6px; overflow:hidden; margin:8px 0 2px;
+  font-size:11px; }
+.stage { display:flex; align-items:center; padding:0 6px; white-space:nowrap; overflow:hidden;
+  color:#fff; min-width:4px; border-right:1px solid #fff; }
+.stage.s0 { background:#64748b; } .stage.s1 { background:var(--stt); }
+.stage.s2 { background:#94a3b8; } .stage.s3 { background:var(--llm); }
+.stage.s4 { background:var(--m0); } .stage.s5 { background:var(--m2); }
 details { margin-top:8px; } summary { cursor:pointer; color:var(--muted); }
 table { border-collapse:collapse; width:100%; margin-top:8px; font-size:13px; }
 td, th { text-align:left; padding:4px 8px; border-bottom:1px solid var(--line); }
@@ -185,11 +195,25 @@ def _card(turn: Turn, lanes: list[str], origin: float) -> str:
 <h2>Turn {turn.index} · {escape(turn.title)} {said}
 <span class="at">{turn.start - origin:.2f}–{turn.end - origin:.2f} s</span></h2>
 <div class="chips">{"".join(chips)}</div>
+{_breakdown(turn)}
 {_svg(turn, lanes, origin)}
 <details><summary>{len(turn.steps)} steps, with their latencies</summary>
 <table><tr><th>step</th><th class=num>at</th><th class=num>latency</th><th>since</th></tr>
 {rows}</table></details>
 </section>"""
+
+
+def _breakdown(turn: Turn) -> str:
+    """Where the voice-to-voice time went, as one bar cut into its stages."""
+    total = sum(ms for _, ms in turn.breakdown)
+    if not total:
+        return ""
+    parts = "".join(
+        f'<span class="stage {STAGES.get(stage, "")}" style="flex:{max(ms, 1)}" '
+        f'title="{escape(stage)}: {ms} ms">{escape(stage)} {ms} ms</span>'
+        for stage, ms in turn.breakdown
+    )
+    return f'<div class="breakdown" title="where the voice-to-voice time went">{parts}</div>'
 
 
 def _svg(turn: Turn, lanes: list[str], origin: float) -> str:

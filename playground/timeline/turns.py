@@ -93,6 +93,8 @@ class Turn:
     measures: list[Measure] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
     handoff: str | None = None
+    # Where the voice-to-voice time went: each stage, and its ms.
+    breakdown: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def focus_end(self) -> float:
@@ -123,6 +125,7 @@ class Turn:
             "handoff": self.handoff,
             "voice_to_voice_ms": v2v.ms if v2v else None,
             "handoff_gap_ms": gap.ms if gap else None,
+            "breakdown": [{"stage": stage, "ms": ms} for stage, ms in self.breakdown],
             "heard": [
                 {"what": b.label, "start": round(b.start, 3), "end": round(b.end, 3)}
                 for b in self.bars
@@ -326,12 +329,48 @@ def _draw(turn: Turn, name: Callable[[str], str], tone: Callable[[str], str]) ->
     _close_request(turn, request, turn.end, name)
     if turn.opener == "caller":
         turn.said = " ".join(transcripts)
-        heard = next((m for m in moments if m.kind == "heard"), None)
-        if caller_stop is not None and heard is not None and heard.at >= caller_stop.at:
-            turn.measures.insert(0, Measure("voice-to-voice", caller_stop.at, heard.at))
+        if caller_stop is not None:
+            stopped = caller_stop.at
+            heard = next((m for m in moments if m.kind == "heard" and m.at >= stopped), None)
+            if heard is not None:
+                turn.measures.insert(0, Measure("voice-to-voice", stopped, heard.at))
+                turn.breakdown = _breakdown(moments, caller_stop, heard)
     for measure in turn.measures:
         turn.steps.append(Step(measure.name, measure.end, measure.ms))
     turn.steps.sort(key=lambda s: s.at)
+
+
+def _breakdown(moments: Sequence[Moment], stop: Moment, heard: Moment) -> list[tuple[str, int]]:
+    """The voice-to-voice time from ``stop`` to ``heard``, cut at each step on the way.
+
+    Each stage is named by what the caller waited for; a step that did not happen,
+    or happened out of order, leaves its wait to the next stage.
+    """
+    after = [m for m in moments if stop.at <= m.at <= heard.at]
+    turn_end = next((m.at for m in after if m.kind == "turn-end"), None)
+
+    def first(kinds: tuple[str, ...], since: float | None) -> float | None:
+        if since is None:
+            return None
+        return next((m.at for m in after if m.kind in kinds and m.at >= since), None)
+
+    said = [m.at for m in after if m.kind == "transcript" and turn_end and m.at <= turn_end]
+    answered = first(("llm-first-byte", "function-result"), turn_end)
+    points = [
+        ("VAD stop wait", stop.data.get("vad")),
+        ("STT", said[-1] if said else None),
+        ("end of turn", turn_end),
+        ("LLM", answered),
+        ("TTS", first(("tts-first-audio",), answered or turn_end)),
+        ("playout", heard.at),
+    ]
+    stages: list[tuple[str, int]] = []
+    last = stop.at
+    for stage, at in points:
+        if at is not None and at >= last:
+            stages.append((stage, _ms(at - last)))
+            last = at
+    return stages
 
 
 def _close_request(

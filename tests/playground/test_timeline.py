@@ -73,6 +73,10 @@ def test_the_call_timeline_holds_every_turn_the_handoff_and_the_latencies(tmp_pa
         v2v = turn["voice_to_voice_ms"]
         assert v2v is not None and 100 < v2v < 5000
         assert f"voice-to-voice {v2v} ms" in page
+        # Where it went, stage by stage, from the VAD's wait to the playout.
+        stages = [s["stage"] for s in turn["breakdown"]]
+        assert stages[0] == "VAD stop wait" and stages[-1] == "playout"
+        assert sum(s["ms"] for s in turn["breakdown"]) == pytest.approx(v2v, abs=len(stages))
     # The LLM's first byte (of a spoken reply) and the tool's round trip.
     all_steps = [s for t in caller_turns for s in t["steps"]]
     assert any(s["what"].startswith("LLM first byte") and s["latency_ms"] >= 0 for s in all_steps)

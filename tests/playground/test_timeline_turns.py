@@ -68,6 +68,29 @@ def test_a_line_said_after_a_silence_opens_a_turn_of_the_teams_own(tmp_path: Pat
     assert turns[2].measure("voice-to-voice") is None
 
 
+def test_the_voice_to_voice_time_is_cut_into_the_stages_the_caller_waited_for(
+    tmp_path: Path,
+) -> None:
+    moments = [
+        *caller_turn(1.0, 2.0, "How much is my bill?"),  # VAD 2.3, transcript 2.2, turn end 2.8
+        Moment(2.9, "llm-first-byte", "billing", "It"),
+        *reply(3.0, 2.0, "It is 42 dollars."),  # first audio and heard at 3.02
+    ]
+
+    turn = cut(moments, short_plan(tmp_path))[1]
+
+    # The transcript came before the VAD was sure: its wait is the end of turn's.
+    assert turn.breakdown == [
+        ("VAD stop wait", 300),
+        ("end of turn", 500),
+        ("LLM", 100),
+        ("TTS", 120),
+        ("playout", 0),
+    ]
+    measure = turn.measure("voice-to-voice")
+    assert measure is not None and sum(ms for _, ms in turn.breakdown) == measure.ms
+
+
 def test_a_reply_cut_off_ends_where_the_caller_stopped_hearing_it(tmp_path: Path) -> None:
     moments = [
         *caller_turn(1.0, 2.0, "How much is my bill?"),
