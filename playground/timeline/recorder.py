@@ -117,6 +117,7 @@ class CallTimeline(BaseObserver):
         self._first_audio = False
         self._responding = False
         self._first_text = False
+        self._reply = ""  # what the LLM has written of its response so far
         self._line_voice: str | None = None  # the voice of a handoff line on its way
         self._speech: Moment | None = None  # the current stretch of speech, from its start
         self._heard: Moment | None = None  # what the caller hears of the current stretch
@@ -148,13 +149,15 @@ class CallTimeline(BaseObserver):
         elif isinstance(frame, LLMContextFrame) and _asks_the_llm(data):
             self._note(now, "llm-request")
         elif isinstance(frame, LLMFullResponseStartFrame):
-            self._responding, self._first_text = True, False
-        elif isinstance(frame, LLMTextFrame) and self._responding and not self._first_text:
-            self._first_text = True
-            self._note(now, "llm-first-byte", frame.text)
+            self._responding, self._first_text, self._reply = True, False, ""
+        elif isinstance(frame, LLMTextFrame) and self._responding:
+            if not self._first_text:
+                self._first_text = True
+                self._note(now, "llm-first-byte", frame.text)
+            self._reply += frame.text
         elif isinstance(frame, LLMFullResponseEndFrame) and self._responding:
             self._responding = False
-            self._note(now, "llm-end")
+            self._note(now, "llm-end", self._reply.strip())
         elif isinstance(frame, FunctionCallInProgressFrame):
             self._call_started(now, frame)
         elif isinstance(frame, FunctionCallResultFrame):

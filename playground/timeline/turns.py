@@ -155,9 +155,12 @@ def cut(moments: Sequence[Moment], plan: CallPlan) -> list[Turn]:
     if not ordered:
         return []
     turns = [Turn(0, "opening", ordered[0].at)]
+    # A call with no caller audio (a text session) has no VAD: each message is a turn.
+    text = not any(m.kind == "caller-start" for m in ordered)
     for moment in ordered:
         turn = turns[-1]
-        if moment.kind == "caller-start" and _caller_done(turn):
+        caller = "transcript" if text else "caller-start"
+        if moment.kind == caller and (text or _caller_done(turn)):
             turns.append(Turn(len(turns), "caller", moment.at))
         elif moment.kind in ("line", "llm-request") and _team_speaks_up(turn, moment.at):
             turns.append(Turn(len(turns), "team", moment.at))
@@ -258,7 +261,7 @@ def _draw(turn: Turn, name: Callable[[str], str], tone: Callable[[str], str]) ->
             )
         elif m.kind == "llm-end" and request is not None:
             turn.steps.append(Step(f"LLM end ({who})", m.at, _ms(m.at - request.at), "the request"))
-            _close_request(turn, request, m.at, name)
+            _close_request(turn, request, m.at, name, m.text)
             request = None
         elif m.kind == "function-call":
             calls[m.data["id"]] = m
@@ -374,14 +377,14 @@ def _breakdown(moments: Sequence[Moment], stop: Moment, heard: Moment) -> list[t
 
 
 def _close_request(
-    turn: Turn, request: Moment | None, end: float, name: Callable[[str], str]
+    turn: Turn, request: Moment | None, end: float, name: Callable[[str], str], text: str = ""
 ) -> None:
     if request is None:
         return
     who = name(request.member)
-    turn.bars.append(
-        Bar(llm_lane(who), request.at, end, "LLM", f"{who}'s LLM {_span(request.at, end)}", "llm")
-    )
+    wrote = f": “{text}”" if text else ""
+    tip = f"{who}'s LLM {_span(request.at, end)}{wrote}"
+    turn.bars.append(Bar(llm_lane(who), request.at, end, text or "LLM", tip, "llm"))
 
 
 def _voice_of(moments: Sequence[Moment], heard: Moment) -> str:

@@ -105,3 +105,26 @@ def test_a_reply_cut_off_ends_where_the_caller_stopped_hearing_it(tmp_path: Path
     assert [(b.start, b.end) for b in heard] == [(3.02, 4.5)]
     assert heard[0].label == "Billing: It is 42 dollars, due on the fifteenth of December."
     assert [t.label for t in turn.ticks if t.lane == HEARD] == ["cut off"]
+
+
+def test_in_a_text_session_each_message_of_the_caller_is_a_turn(tmp_path: Path) -> None:
+    moments = [
+        Moment(0.1, "line", "front", "Hello, front desk here."),
+        Moment(1.0, "transcript", "front", "I have a billing question"),
+        Moment(1.0, "llm-request", "front"),
+        Moment(1.2, "llm-end", "front"),
+        Moment(3.0, "transcript", "billing", "How much is my bill"),
+        Moment(3.0, "llm-request", "billing"),
+        Moment(3.1, "llm-first-byte", "billing", "It"),
+        Moment(3.3, "llm-end", "billing", "It is 42 dollars."),
+    ]
+
+    turns = cut(moments, short_plan(tmp_path))
+
+    assert [(t.opener, t.said) for t in turns] == [
+        ("opening", "Hello, front desk here."),
+        ("caller", "I have a billing question"),
+        ("caller", "How much is my bill"),
+    ]
+    llm = [b for b in turns[2].bars if b.lane == "LLM · Billing"]
+    assert [(b.label, b.start, b.end) for b in llm] == [("It is 42 dollars.", 3.0, 3.3)]
