@@ -13,13 +13,16 @@ services (``routing.services``). The transport (``input``, ``output``) is
 handed in from above: pipecat-manager's sockets in production.
 
 The bracketed parts exist only when needed: ``input`` and the STT when the
-call has caller audio (``stt_type``), the TTS and ``heard words``
+call has caller audio (``stt_type``) and its transport an input, ``caller
+audio stop`` (``teamrunner.call.caller_audio``) when it has caller audio, the
+``LLM fallback`` (``teamrunner.call.fallback``), the TTS and ``heard words``
 (``teamrunner.call.heard``) when its replies are spoken (``tts_type``),
 ``lines`` (``teamrunner.call.lines``: greetings, handoff lines, nudges,
 goodbyes, and when the caller has heard them) when the call says lines of
 its own, ``idle`` (``teamrunner.call.idle``) when it asks for idle nudges,
 and ``cut-off calls`` (``teamrunner.call.cut_off_calls``) when the model is
-offered functions.
+offered functions. pipecat's worker puts its RTVI processor
+(``teamrunner.manager.events.ManagerRTVI``) ahead of them all.
 
 Each object gets what it needs when it is made: the processors first (those
 that queue frames get the worker from pipecat at setup), then the worker,
@@ -53,6 +56,7 @@ from teamrunner.call.fallback import LLMFallback
 from teamrunner.call.heard import HeardWords
 from teamrunner.call.idle import IdleNudges
 from teamrunner.call.lines import Lines
+from teamrunner.call.observer import CallObserver, ProviderNames
 from teamrunner.call.voice_watch import VoiceWatch
 from teamrunner.config import Settings
 from teamrunner.lifecycle.runtime import Runtime
@@ -60,7 +64,6 @@ from teamrunner.manager.events import ManagerRTVI, rtvi_error
 from teamrunner.manager.tools import ToolBridge
 from teamrunner.manager.transport import SAMPLE_RATE
 from teamrunner.observe.journal import CallJournal
-from teamrunner.observe.observer import CallObserver, ProviderNames
 from teamrunner.plan import CallPlan, MemberPlan
 from teamrunner.policy.control import PolicyControl
 from teamrunner.speech.turn_taking import user_params

@@ -16,15 +16,16 @@ What a transition adds (``TransitionPlan``):
 
 * ``handoff_message``: queued in the current member's voice before the
   routers switch, so it is said in that voice while the next member's LLM is
-  already answering (``lines.Lines``); the voice router hands over once it
-  has been said (``routing/tts.py``).
-* ``context``: what the next member's LLM sees (``carryover.py``). ``append``
-  keeps the conversation whole (pipecat.flows' APPEND strategy, the
-  default); ``reset`` and ``summary`` run a flows pre-action that replaces
-  the conversation, as it stands when the node is entered, with the caller's
-  last turn, or with a short summary (or leaves it whole, and says why in
-  the log, if none comes in time), before the node's LLM runs. What the
-  caller says while the summary is written is kept after it.
+  already answering (``teamrunner.call.lines.Lines``); the voice router
+  hands over once it has been said (``routing/tts.py``).
+* ``context``: what the next member's LLM sees
+  (``teamrunner.call.carryover``). ``append`` keeps the conversation whole
+  (pipecat.flows' APPEND strategy, the default); ``reset`` and ``summary``
+  run a flows pre-action that replaces the conversation, as it stands when
+  the node is entered, with the caller's last turn, or with a short summary
+  (or leaves it whole, and says why in the log, if none comes in time),
+  before the node's LLM runs. What the caller says while the summary is
+  written is kept after it.
 
 The start member's ``greeting`` is said before its node is entered, and the
 node waits for the caller instead of running its LLM (flows'
@@ -80,13 +81,13 @@ from pipecat.services.llm_service import LLMService
 from pipecat.services.settings import LLMSettings
 
 from routing.services import Slots
-from teamrunner.call.carryover import SummaryError, caller_last_turn, replacing, summary_message
+from teamrunner.call.carryover import caller_last_turn, replacing, summary_message
 from teamrunner.call.ending import CallEnding
 from teamrunner.call.functions import offered
 from teamrunner.call.lines import Lines
 from teamrunner.call.tool_batch import Handler, ToolBatch
 from teamrunner.contract import ContextMode
-from teamrunner.errors import MemberSwitchError
+from teamrunner.errors import MemberSwitchError, SummaryError
 from teamrunner.manager.client import ManagerClient
 from teamrunner.observe.journal import CallJournal
 from teamrunner.observe.tracing import handoff_span

@@ -6,4 +6,21 @@ run. The runner is a process of its own, as deployed; the simulators run in
 the benchmark's process with zero provider latency, so what is measured is
 the runner's own cost. Results and the commands that produced them are
 recorded in ``BENCHMARKS.md``.
+
+::
+
+    harness.py           what they share: the runner as a process, its CPU and memory
+    routing_overhead.py  CPU per caller and bot audio frame, team against single AI
+    handoff.py           how long a handoff takes, text and voice
+    first_handoff.py     the first handoff of a fresh call
+    handoff_timeline.py  that first handoff, stage by stage (with ``timeline/``)
+    pickup.py            ``POST /run`` to 200, to the output socket, to the first words
+    starts.py            ``POST /run`` latency in bursts of concurrent starts
+    startup.py           process start to ``/health`` and to ``/ready``
+    capacity.py          concurrent voice calls per core and per pod
+    memory.py            resident memory over many sequential calls
+    metrics_cost.py      pipecat's provider metrics, on against off
+    load_profile.py      where a loaded runner's CPU goes (py-spy)
+    profile.py           where the CPU goes in a handoff (py-spy)
+    demo_latency.py      the embedded default's voice-to-voice
 """

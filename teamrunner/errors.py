@@ -4,14 +4,28 @@
 
     RunnerError
     ├── ConfigError          the environment is wrong; the process does not start
-    ├── RequestError         a /run request cannot be served as asked      → 4xx
-    │   ├── InvalidRequest   one or more fields are wrong (all of them listed) → 400
-    │   ├── SessionConflict  a call with that id is already running       → 409
-    │   ├── SessionNotFound  no call with that id is running              → 404
-    │   ├── AtCapacity       the runner already runs RUNNER_MAX_CALLS calls → 503
-    │   └── Draining         the runner is shutting down                  → 503
-    ├── StartError           the call's pipeline could not be brought up  → 500
-    └── MemberSwitchError    a team transition could not be made (in-call, never HTTP)
+    ├── RequestError         a request the runner refuses                  → 4xx, 503
+    │   ├── InvalidRequest   one or more fields are wrong (all listed)     → 400
+    │   ├── SessionConflict  a call with that id is already running        → 409
+    │   ├── SessionNotFound  no call with that id is running               → 404
+    │   ├── AtCapacity       its load, or RUNNER_MAX_CALLS, leaves no room → 503
+    │   ├── Draining         the runner is shutting down                   → 503
+    │   └── NoWorker*        a pool's front has no worker up yet           → 503
+    ├── StartError           the call's pipeline could not be brought up   → 500
+    ├── PolicyError*         the remote policy gave no first state (the start fails)
+    ├── EspeakError*         libespeak-ng could not be loaded, or refused to speak
+    │   └── UnknownVoiceError*  no espeak-ng voice by that id (a problem of the request)
+    ├── MemberSwitchError    a team transition could not be made (in-call, never HTTP)
+    ├── SummaryError         no summary for a handoff in time (in-call: append instead)
+    └── WorkerStartError     a worker process did not start (the runner exits, status 3)
+
+    * still defined beside the code that raises it, to move here:
+      ``NoWorker`` in ``teamrunner.workers.front``, ``PolicyError`` in
+      ``teamrunner.policy.client``, ``EspeakError`` and ``UnknownVoiceError``
+      in ``teamrunner.providers.espeak``.
+
+Errors raised inside a running call never leave it: the call logs them or
+reports them as pipecat errors, and goes on.
 
 Every message says what is wrong and what would fix it, names the field or
 component, and never contains a key: errors are built from field paths and
@@ -103,3 +117,11 @@ class StartError(RunnerError):
 
 class MemberSwitchError(RunnerError):
     """A router cannot move to the requested member; the call stays where it is."""
+
+
+class SummaryError(RunnerError):
+    """No summary could be made in time; the message says why."""
+
+
+class WorkerStartError(RunnerError):
+    """A worker process did not come up when the runner started."""

@@ -27,6 +27,9 @@ from typing import Any, Self
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
+# What a runner logs once a drain refuses new calls: each call registry's line, which
+# a pool's workers write after their front has begun refusing calls itself.
+DRAINING = "calls may go on for up to"
 
 
 # A sitecustomize that makes an interpreter an install without the given modules.
@@ -118,6 +121,19 @@ class RunnerProcess:
     @property
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+    async def wait_log(self, text: str, timeout: float = 10.0) -> None:
+        """Wait until the runner has logged a line containing ``text``.
+
+        The log is a file the process writes a line at a time, and a file
+        announces nothing: it is read again until the line is there.
+        """
+        try:
+            async with asyncio.timeout(timeout):
+                while text not in self.log:  # noqa: ASYNC110 (nothing to await on a file)
+                    await asyncio.sleep(0.02)
+        except TimeoutError:
+            raise TimeoutError(f"the runner logged no {text!r} within {timeout:g}s") from None
 
     def signal(self, sig: signal.Signals = signal.SIGTERM) -> None:
         assert self._process is not None

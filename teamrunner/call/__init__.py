@@ -14,8 +14,10 @@ lifecycle: each gets what it needs when it is made.
     idle.py           nudging a quiet caller, hanging up on one who stays quiet
     activity.py       how long a call has been idle (the session idle timeout)
     voice_watch.py    noticing a voice that stops producing audio
+    observer.py       reading a call's frames into its journal, activity and voice watches
     caller_audio.py   where caller audio stops travelling down the pipeline
     carryover.py      what the next member's LLM sees after a transition
+    functions.py      the one way a function is offered to a member's LLM (a flows schema)
     tool_batch.py     a response's function calls as one batch (a transition waits for its tools)
     cut_off_calls.py  function calls the caller cut off, settled in order
 """

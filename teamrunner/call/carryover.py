@@ -36,7 +36,7 @@ from pipecat.utils.context.llm_context_summarization import (
     LLMContextSummarizationUtil,
 )
 
-from teamrunner.errors import RunnerError
+from teamrunner.errors import SummaryError
 
 SUMMARY_PROMPT = (
     DEFAULT_SUMMARIZATION_PROMPT
@@ -45,10 +45,6 @@ SUMMARY_PROMPT = (
 SUMMARY_MAX_TOKENS = 300
 # pipecat's own template for a summary put into a context.
 SUMMARY_TEMPLATE = "Conversation summary: {summary}"
-
-
-class SummaryError(RunnerError):
-    """No summary could be made in time; the message says why."""
 
 
 def replacing(

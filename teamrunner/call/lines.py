@@ -25,7 +25,7 @@ barge-in cuts it. ``say`` returns at once; ``say_and_wait`` also waits until
 the caller has heard the line (a ``LinePlayedFrame`` queued behind it,
 resolved here once everything before it has been played). In a call that
 does not speak, a line is heard when it is sent. Only a call that says lines
-of its own has a ``Lines``.
+of its own has ``Lines`` in its pipeline.
 """
 
 from __future__ import annotations

@@ -2,9 +2,10 @@
 
 ``registry.SessionRegistry`` is the process's calls by id: it admits a call
 (``admission``), starts it as a ``session.Session`` with the call builder it
-was handed from above (``run.build_call``; nothing here imports it), stops
-and drains. ``runtime`` is what every call of the process shares, and
-``warmup`` gets the process ready for its first call.
+was handed from above (``main.build_call``, which is ``run.build_call`` over
+pipecat-manager's sockets; nothing here imports either), stops and drains.
+``runtime`` is what every call of the process shares, and ``warmup`` gets
+the process ready for its first call.
 
 ::
 

@@ -1,21 +1,30 @@
 """One running call: starting it, knowing it is up, ending it, and releasing all it held.
 
-A ``Session`` runs one call on a ``WorkerRunner`` of its own, so nothing one
-call does (a crash, a hung provider, a cancel) reaches another. ``start``
-returns only once the pipeline is set up and running: both sockets to
-pipecat-manager connected and every service set up; otherwise it raises
+A ``Session`` runs one call on a ``WorkerRunner`` and a task of its own, so
+what ends one call (an exception in its pipeline, a cancel, a ``/stop``)
+ends no other, and a provider that never answers holds up the calls waiting
+on it, not the others. The calls of a process still share its one event
+loop, and what ``teamrunner.providers.resources`` keeps for them (an
+endpoint's connections, a local model and its lock): code that blocks the
+loop (a synchronous call, a long stretch of CPU) holds up every call of the
+process while it runs; each worker process of a pool (``teamrunner.workers``)
+has a loop of its own. ``start`` returns only once the pipeline is set up
+and running: every link of the call's transport connected (pipecat-manager's
+two sockets, in production) and every service set up; otherwise it raises
 ``StartError`` naming what failed, after tearing down whatever had come up.
 
-A call ends when pipecat-manager closes either socket, when ``/stop`` asks,
-when it has been idle too long, when the runner drains, or when the pipeline
-ends on its own (a fatal error, an ``EndFrame`` from inside). However it
-ends, the runner is run to completion, which cleans up every processor and
-socket, and one summary line is logged. Every log line written while the
-call runs, pipecat's own included, carries the call's id and its member as
-fields (loguru's ``contextualize``; tasks inherit it from the call's task).
+A call ends when the far end closes a link of its transport (either of
+pipecat-manager's sockets), when ``/stop`` asks, when it has been idle too
+long, when the runner drains, or when the pipeline ends on its own (a fatal
+error, an ``EndFrame`` from inside). However it ends, the runner is run to
+completion, which cleans up every processor and socket, and one summary line
+is logged. Every log line written while the call runs, pipecat's own
+included, carries the call's id and its member as fields (loguru's
+``contextualize``; tasks inherit it from the call's task).
 
 This module knows nothing of how a call's pipeline is assembled: it is handed
-a ``CallBuilder`` (``run.build_call``) and asks of the call it gets only what
+a ``CallBuilder`` (in production ``main.build_call``: ``run.build_call`` over
+pipecat-manager's sockets) and asks of the call it gets only what
 ``BuiltCall`` says.
 """
 
@@ -54,7 +63,7 @@ class BuiltCall(Protocol):
 
     Attributes:
         worker: Runs the pipeline.
-        transport: Where the call's caller is (pipecat-manager's sockets).
+        transport: Where the call's caller is (pipecat-manager's sockets, in production).
         components: Each processor that must come up for the call to start,
             with the name a failure is reported under.
         activity: Times how long the call has gone idle (None: never ends for it).

@@ -19,7 +19,7 @@ pipecat's hook for sending messages another way. Errors are still reported by
 the RTVI processor itself.
 
 It is also the call's only observer: the call's journal observer
-(``teamrunner.observe.observer.CallObserver``) is handed each frame from here
+(``teamrunner.call.observer.CallObserver``) is handed each frame from here
 rather than registered beside it, because pipecat gives every observer a
 queue and a task of its own and hands it every frame each processor
 processes, whether it wants them or not.

@@ -3,7 +3,6 @@
 ::
 
     journal.py    one call's record (handoffs, tools, waits, errors, why it ended)
-    observer.py   reading a call's frames into its journal
     metrics.py    the Prometheus metrics (a pool's summed at its front)
     tracing.py    OpenTelemetry: pipecat's spans and a span per handoff
     logs.py       one loguru configuration, every record scrubbed of keys

@@ -8,9 +8,21 @@ needs: which provider, model, voice and language each member uses, which key
 (``functions.py``), the prompts with their placeholders filled
 (``placeholders.py``), the words the runner says itself (greetings, handoff
 lines, nudges, goodbyes: ``spoken.py``), the remote policy's address
-(``policy.py``), the turn-taking settings, and the
-conversation history made valid for an LLM (``history.py``). The plan itself is plain frozen data
-(``model.py``); the builder takes it as given and decides nothing of this again.
+(``remote_policy.py``), the turn-taking settings, and the conversation
+history made valid for an LLM (``history.py``). The plan itself is plain
+frozen data (``model.py``); the builder takes it as given and decides
+nothing of this again.
+
+::
+
+    planner.py        ``plan_call``: the whole request checked, then the plan made
+    model.py          the plan: plain frozen data
+    specs.py          provider, model, voice, key and endpoint of each member
+    functions.py      Go's tools and the team's transitions, named for every provider
+    placeholders.py   ``{{ key }}`` in prompts, filled once
+    spoken.py         the words the runner says itself
+    remote_policy.py  the remote policy's address, config, token and timeout
+    history.py        the conversation so far, valid for every provider
 
 Nothing in a plan's ``repr`` shows a key, and no problem message quotes a
 request's value: messages name the field and say what it should hold.

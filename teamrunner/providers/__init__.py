@@ -3,6 +3,21 @@
 Importing this package registers every provider; building one imports its
 vendor code only then. Each provider names the environment variables it reads
 its key and endpoint from, so the runner's list of them is derived here.
+
+::
+
+    registry.py           the registry: a provider is one entry, looked up by name
+    llm.py                the LLM providers (``llm_type``, ``engine_model``)
+    stt.py                the speech-to-text providers (``stt_type``)
+    tts.py                the text-to-speech providers (``tts_type``)
+    specs.py              what a call asks of a provider, its key resolved
+    resources.py          what providers share across calls: clients, speech models
+    openai_compatible.py  pipecat's OpenAI and Grok LLMs on the pooled clients
+    chat_completions.py   chat completion requests without the SDK's transform
+    deepgram.py           Deepgram live STT that loses no audio while reconnecting
+    whisper.py            the embedded default's ears: Whisper on the loaded model
+    piper.py              the embedded default's voice: Piper on the loaded voice
+    espeak.py             a second local voice: espeak-ng
 """
 
 from teamrunner.providers.llm import LLM, split_model

@@ -20,6 +20,8 @@ smart-turn model for every call, wanted or not.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from pipecat.audio.vad.vad_analyzer import VADParams
 from pipecat.processors.aggregators.llm_response_universal import LLMUserAggregatorParams
 from pipecat.turns.user_start import TranscriptionUserTurnStartStrategy, VADUserTurnStartStrategy
@@ -30,12 +32,25 @@ from pipecat.turns.user_stop import (
 from pipecat.turns.user_turn_strategies import UserTurnStrategies
 
 from teamrunner.contract import VADConfig
-from teamrunner.plan import TurnPlan
 from teamrunner.speech.end_of_turn import HeardSilenceTurnStop
 from teamrunner.speech.models import SpeechModels
 
 # pipecat's default grace after the VAD's stop before a turn ends.
 USER_SPEECH_TIMEOUT_SECS = 0.6
+
+
+@dataclass(frozen=True)
+class TurnPlan:
+    """How the end of the caller's turn is detected.
+
+    Attributes:
+        vad: Silero parameters; None fields keep pipecat's defaults.
+        smart_turn: Whether the smart-turn model decides the end of a turn
+            (otherwise a fixed silence after the VAD's stop does).
+    """
+
+    vad: VADConfig = field(default_factory=VADConfig)
+    smart_turn: bool = False
 
 
 def vad_params(config: VADConfig) -> VADParams:

@@ -36,7 +36,7 @@ from loguru import logger
 from prometheus_client.multiprocess import mark_process_dead
 
 from teamrunner.config import Settings
-from teamrunner.errors import RunnerError
+from teamrunner.errors import WorkerStartError
 from teamrunner.observe.metrics import PoolMetrics
 from teamrunner.responses import CallKind
 from teamrunner.workers.process import Answer, WorkerGone, WorkerProcess, WorkerState, WorkerTarget
@@ -55,10 +55,6 @@ STOP_GRACE_SECS = 10.0
 # Longest a /stop (a call winding down) or a /calls question may take a worker.
 STOP_TIMEOUT_SECS = 30.0
 QUESTION_TIMEOUT_SECS = 5.0
-
-
-class WorkerStartError(RunnerError):
-    """A worker process did not come up when the runner started."""
 
 
 class WorkerPool:

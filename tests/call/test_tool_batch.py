@@ -45,10 +45,14 @@ def params(call: FunctionCallFromLLM, delivered: Delivered) -> FunctionCallParam
     )
 
 
-def go_tool(answered: asyncio.Event, run_llm: bool = True) -> Any:
-    """A Go tool's handler that answers once ``answered`` is set."""
+def go_tool(
+    answered: asyncio.Event, run_llm: bool = True, running: asyncio.Event | None = None
+) -> Any:
+    """A Go tool's handler that sets ``running`` when it starts and answers once ``answered`` is."""
 
     async def handler(params: FunctionCallParams) -> None:
+        if running is not None:
+            running.set()
         await answered.wait()
         properties = FunctionCallResultProperties(run_llm=run_llm)
         await params.result_callback({"status": "ok"}, properties=properties)
@@ -59,10 +63,13 @@ def go_tool(answered: asyncio.Event, run_llm: bool = True) -> Any:
 async def test_a_transition_waits_for_the_tools_of_its_batch_whose_results_run_no_llm() -> None:
     tools, [email, _] = batch("send_email", "transfer_to_billing")
     delivered: Delivered = []
-    answered = asyncio.Event()
-    tool = asyncio.create_task(tools.tool(go_tool(answered))(params(email, delivered)))
+    answered, running = asyncio.Event(), asyncio.Event()
+    tool = asyncio.create_task(
+        tools.tool(go_tool(answered, running=running))(params(email, delivered))
+    )
     waiting = asyncio.create_task(tools.tools_returned())
-    await asyncio.sleep(0.05)
+    # Once the tool runs, the transition has had its turn to wait (it was created next).
+    await running.wait()
     assert not waiting.done()
 
     answered.set()
@@ -88,9 +95,12 @@ async def test_a_tool_without_a_transition_keeps_its_own_run() -> None:
 
 async def test_a_transition_whose_tool_was_cancelled_does_not_go_ahead() -> None:
     tools, [email, _] = batch("send_email", "transfer_to_billing")
-    tool = asyncio.create_task(tools.tool(go_tool(asyncio.Event()))(params(email, [])))
+    running = asyncio.Event()
+    tool = asyncio.create_task(
+        tools.tool(go_tool(asyncio.Event(), running=running))(params(email, []))
+    )
     waiting = asyncio.create_task(tools.tools_returned())
-    await asyncio.sleep(0.05)
+    await running.wait()
 
     tool.cancel()  # the caller talked over the batch
 

@@ -22,7 +22,7 @@ from simulators.manager import Caller
 from simulators.openai import Reply
 
 from conftest import Cloud, cloud_settings
-from runner_process import RunnerProcess
+from runner_process import DRAINING, RunnerProcess
 from scenarios import caller_says, voice_request
 
 CALL_A = "5b0c1d2e-3f40-4a5b-8c6d-7e8f90a1b2c3"
@@ -101,7 +101,7 @@ async def test_sigterm_drains_calls_carry_on_and_new_ones_are_refused(
     await call.wait_rtvi("bot-llm-stopped", timeout=10)
 
     draining_runner.signal(signal.SIGTERM)
-    await asyncio.sleep(0.3)
+    await draining_runner.wait_log(DRAINING)
     ready = await http.get(f"{url}/ready")
     refused = await http.post(f"{url}/run", json=voice_request(id=CALL_B))
     health = await http.get(f"{url}/health")
@@ -155,7 +155,7 @@ async def test_a_second_signal_ends_every_call_at_once(
     await call.wait_rtvi("bot-llm-stopped", timeout=10)
 
     runner.signal(signal.SIGTERM)
-    await asyncio.sleep(0.5)
+    await runner.wait_log(DRAINING)
     assert runner.running  # draining, for up to ten minutes
     runner.signal(signal.SIGTERM)
     status = await wait_exit(runner, 10)

@@ -8,7 +8,6 @@ the operator's log again.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -106,8 +105,8 @@ async def test_json_lines_carry_the_call_id_on_pipecats_own_lines_and_end_with_a
     environment = {**cloud.environment(), "RUNNER_LOG_JSON": "1", "RUNNER_LOG_LEVEL": "DEBUG"}
     runner = RunnerProcess(environment, tmp_path).start()
     try:
+        # /stop answers once the call has ended and its summary is written.
         await handed_off_and_stopped(cloud, http, runner.url)
-        await asyncio.sleep(0.3)
     finally:
         runner.stop()
 

@@ -246,7 +246,7 @@ async def test_each_refused_request_leaves_one_log_line_with_its_status(
 ) -> None:
     async with httpx.AsyncClient() as http:
         await http.post(f"{runner.url}/run", json={"id": "refused-1", "llm_type": "nope.model"})
-    await asyncio.sleep(0.2)
+    await runner.wait_log("refused POST /run: 400")
     lines = [line for line in runner.log.splitlines() if "refused POST /run: 400" in line]
     assert len(lines) >= 1
     assert "nope" not in lines[-1]  # the reason names the field, never the value

@@ -23,7 +23,7 @@ from teamrunner.config import DEFAULT_LOAD_THRESHOLD, Settings
 from teamrunner.workers import usable_cores, worker_count
 
 from conftest import Cloud
-from runner_process import RunnerProcess
+from runner_process import DRAINING, RunnerProcess
 from scenarios import caller_says, voice_request
 
 CALL_A = "0a1b2c3d-4e5f-4a6b-8c7d-8e9fa0b1c2d3"
@@ -250,7 +250,7 @@ async def test_sigterm_to_the_front_drains_every_worker_and_it_exits_0(
     assert sorted((await placement(http, url)).values()) == [0, 1]
 
     pool.signal(signal.SIGTERM)
-    await asyncio.sleep(0.3)
+    await pool.wait_log(DRAINING)
     ready = await http.get(f"{url}/ready")
     refused = await http.post(f"{url}/run", json=voice_request(id=CALL_C))
     health = await http.get(f"{url}/health")
