@@ -175,7 +175,7 @@ async def _call(
                     example_policy=example_policy,
                     whisker=served,
                 )
-    except (PlaygroundError, ValueError) as e:
+    except (PlaygroundError, debugger.WhiskerError) as e:
         print(e, file=sys.stderr)
         return 1
     print_flush(f"\nwrote {report.wav} (left: caller, right: what the caller heard)")

@@ -10,7 +10,8 @@ beside the call's transcript, to load into Whisker after the call.
 
 Off unless asked for (``--whisker``, or ``RUNNER_WHISKER=1``); the runner
 itself never imports this module or the package, so production cannot
-serve it.
+serve it. The package comes with the ``dev`` extra, which the production
+image does not install.
 """
 
 from __future__ import annotations
@@ -29,18 +30,26 @@ if TYPE_CHECKING:
 DEFAULT_PORT = 9090
 
 
+class WhiskerError(Exception):
+    """Whisker cannot be served as asked (not installed, or a port that is no port)."""
+
+
 def wanted(flag: bool) -> bool:
     """Whether Whisker is asked for: the command's flag, or ``RUNNER_WHISKER=1``."""
     return flag or os.environ.get("RUNNER_WHISKER", "").strip().lower() in ("1", "true", "yes")
 
 
 def port_from_env() -> int:
-    """``RUNNER_WHISKER_PORT``, or 9090, Whisker's own default."""
+    """``RUNNER_WHISKER_PORT``, or 9090, Whisker's own default.
+
+    Raises:
+        WhiskerError: the variable holds no port number.
+    """
     value = os.environ.get("RUNNER_WHISKER_PORT", "").strip()
     if not value:
         return DEFAULT_PORT
     if not value.isdigit():
-        raise ValueError(f"RUNNER_WHISKER_PORT has value {value!r}: not a port number")
+        raise WhiskerError(f"RUNNER_WHISKER_PORT has value {value!r}: not a port number")
     return int(value)
 
 
@@ -63,7 +72,13 @@ class Whisker:
 
     async def __aenter__(self) -> Self:
         from pipecat.workers.runner import WorkerRunner
-        from pipecat_whisker import WhiskerServer
+
+        try:
+            from pipecat_whisker import WhiskerServer
+        except ImportError as e:
+            raise WhiskerError(
+                "Whisker is not installed: pip install -e '.[dev]' (or pipecat-ai-whisker)"
+            ) from e
 
         if self._recording is not None:
             self._recording.parent.mkdir(parents=True, exist_ok=True)
