@@ -6,17 +6,22 @@ first push and on the pipeline's clock, the moments a designer wants to
 see: the caller's speech as the VAD heard it (moved back by the VAD's own
 start and stop delays, to when the caller really started and stopped), the
 end of the caller's turn, each transcript, each LLM request with its first
-byte and its end, each function call and its result, the runner's own lines
-(``SpokenLineFrame``), and each stretch of synthesized speech with its first
-audio and when the caller hears it. Nothing here interprets the moments:
-``turns.py`` cuts them into turns and measures them.
+byte, its end and what it wrote, each function call and its result, a
+handoff (a transition function whose result says the call was transferred),
+the runner's own lines (``SpokenLineFrame``; a transition's handoff line in
+the voice of the member who called it), and each stretch of synthesized
+speech with its words, its first audio and when the caller hears it.
+Nothing here interprets the moments: ``turns.py`` cuts them into turns and
+measures them.
 
-When the caller hears the bot is worked out here, as ``call.playout`` works
-it out for the runner: bot audio leaves unpaced and is played back to back
-at real time from its arrival, and an interruption drops what was not yet
-played. So the timeline is the call as the runner saw it, true for any
-transport (pipecat-manager's sockets, the eval socket, WebRTC), with no
-party on the other end needed to record it.
+When the caller hears the bot is worked out here, as
+``teamrunner.call.playout`` works it out for the runner: bot audio is
+played back to back at real time from when the voice made it, and an
+interruption drops what was not yet played. So the timeline is the call as
+the runner saw it, for any transport (pipecat-manager's sockets, the eval
+socket, WebRTC), with no party on the other end needed to record it. A
+remote policy's handoffs are not drawn as handoffs (its tools are shown as
+calls).
 """
 
 from __future__ import annotations
