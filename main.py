@@ -38,8 +38,10 @@ from __future__ import annotations
 
 import argparse
 import socket
+from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import Annotated, Any
+from functools import partial
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import FastAPI, Query
 from fastapi.responses import Response
@@ -73,15 +75,29 @@ from teamrunner.serving.listeners import listening_on, listening_sockets
 from teamrunner.serving.server import Drain, RunnerHTTPServer, uvicorn_config
 from teamrunner.workers import worker_count
 
+if TYPE_CHECKING:
+    from pipecat.observers.base_observer import BaseObserver
+    from pipecat.pipeline.worker import PipelineWorker
+
 # What a call imports: pipecat, the providers' SDKs and the per-call assembly.
 CALL_MODULES = ("run",)
 
+# Observers a tool running the runner adds to each call it builds (the playground's
+# timeline and Whisker), given the call's plan and worker, as pipecat's own
+# ``setup_pipeline_worker`` hook is given the worker. Production adds none.
+CallObservers = Callable[[CallPlan, "PipelineWorker"], Iterable["BaseObserver"]]
 
-def build_call(plan: CallPlan, runtime: Runtime, journal: CallJournal) -> BuiltCall:
+
+def build_call(
+    plan: CallPlan,
+    runtime: Runtime,
+    journal: CallJournal,
+    observers: CallObservers | None = None,
+) -> BuiltCall:
     """``run.build_call`` over pipecat-manager's sockets, the transport of production.
 
     ``run`` (pipecat and the call stack) is imported by the warm-up or the first
-    call, not with the API.
+    call, not with the API. ``observers`` are added to the call's worker before it runs.
     """
     import run
     from teamrunner.manager.transport import open_sockets
@@ -95,7 +111,11 @@ def build_call(plan: CallPlan, runtime: Runtime, journal: CallJournal) -> BuiltC
         caller_audio_ms=settings.caller_audio_ms,
         address=settings.pipecatcall_address,
     )
-    return run.build_call(plan, runtime, journal, sockets)
+    call = run.build_call(plan, runtime, journal, sockets)
+    if observers is not None:
+        for observer in observers(plan, call.worker):
+            call.worker.add_observer(observer)
+    return call
 
 
 def create_app(
@@ -104,6 +124,7 @@ def create_app(
     configure_logs: bool = True,
     warm: bool = False,
     behind_front: bool = False,
+    observers: CallObservers | None = None,
 ) -> FastAPI:
     """The application; ``settings`` default to the environment, read now.
 
@@ -114,7 +135,7 @@ def create_app(
     do: the front already answers for them, and a worker that cannot warm up
     should not start). ``behind_front`` leaves the probes' listener and the
     ``Host`` and token checks to a pool's front (``teamrunner.serving.edge``
-    says why).
+    says why). ``observers`` watch each call (``CallObservers``; none in production).
     """
     resolved = settings or Settings.from_env()
 
@@ -134,7 +155,7 @@ def create_app(
     )
     app = runner_app(
         resolved,
-        lambda app: _open(app, resolved, configure_logs=configure_logs, warm=warm),
+        lambda app: _open(app, resolved, observers, configure_logs=configure_logs, warm=warm),
         refusals,
         lambda text: app.state.runtime.redactor.redact(text),
         behind_front=behind_front,
@@ -144,7 +165,14 @@ def create_app(
     return app
 
 
-async def _open(app: FastAPI, settings: Settings, *, configure_logs: bool, warm: bool) -> Closer:
+async def _open(
+    app: FastAPI,
+    settings: Settings,
+    observers: CallObservers | None,
+    *,
+    configure_logs: bool,
+    warm: bool,
+) -> Closer:
     """Start what the application serves with: its runtime, warm-up and call registry."""
     runtime = Runtime.create(settings)
     if configure_logs:
@@ -160,7 +188,7 @@ async def _open(app: FastAPI, settings: Settings, *, configure_logs: bool, warm:
     provider = tracing.setup_tracing() if settings.tracing else None
     app.state.runtime = runtime
     app.state.warmup = warmup
-    sessions = SessionRegistry(runtime, build_call, warmup)
+    sessions = SessionRegistry(runtime, partial(build_call, observers=observers), warmup)
     sessions.open()
     app.state.sessions = sessions
     # A pool's worker listens on the front's private socket; the front logs the port.

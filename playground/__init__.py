@@ -7,8 +7,10 @@ The layer above the runner and the simulators. ``cli.py`` is the command
 ``team_call.py`` runs one against the simulators with a scripted caller,
 ``transcript.py`` follows it from pipecat-manager's side of the wire,
 ``server.py`` serves the runner's HTTP API inside the same event loop,
-``policy_service.py`` runs the example remote policy service for a call, and
-``interrupt.py`` is what Ctrl-C does to a running call. Nothing in the
+``policy_service.py`` runs the example remote policy service for a call,
+``interrupt.py`` is what Ctrl-C does to a running call, ``timeline/`` draws a
+call as an HTML timeline, and ``whisker.py`` serves a call to pipecat's
+Whisker debugger. Nothing in the
 runner imports this package, and the production image leaves it out
 together with the simulators.
 """

@@ -5,6 +5,10 @@ teamrunner demo --policy [...]   # a receptionist driven by the example remote p
 teamrunner call TEAM.yaml [--say LINE ...] [--caller WAV] [--out DIR]
 teamrunner check TEAM.yaml       # findings and the member graph (Mermaid)
 
+``demo`` and ``call`` write the call to DIR as a WAV, a JSON transcript and an
+HTML timeline; ``--whisker`` (or ``RUNNER_WHISKER=1``) also serves the call to
+pipecat's Whisker debugger (``whisker.py``).
+
 (``python -m playground`` is the same command.) Ctrl-C during a call hangs
 up and writes what was recorded, exiting with 130; a second Ctrl-C quits at
 once (``interrupt.py``).
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -50,6 +55,12 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument(
             "--out", type=Path, default=Path("out"), help="where to write the call (out)"
         )
+        command.add_argument(
+            "--whisker",
+            action="store_true",
+            help="serve the call to pipecat's Whisker debugger on ws://localhost:9090 "
+            "(RUNNER_WHISKER_PORT), and record it to DIR/NAME.whisk (also: RUNNER_WHISKER=1)",
+        )
     check = commands.add_parser("check", help="check a team file and draw its member graph")
     check.add_argument("team", type=Path)
     args = parser.parse_args(argv)
@@ -61,7 +72,14 @@ def main(argv: list[str] | None = None) -> int:
     team_path = args.team if args.command == "call" else demo_team
     try:
         status = asyncio.run(
-            _call(team_path, args.out, args.say, getattr(args, "caller", None), example_policy)
+            _call(
+                team_path,
+                args.out,
+                args.say,
+                getattr(args, "caller", None),
+                example_policy,
+                whisker=args.whisker,
+            )
         )
     except KeyboardInterrupt:  # Ctrl-C before the call's own handling was in place
         status = EXIT_STATUS
@@ -114,9 +132,16 @@ def _check(path: Path) -> int:
 
 
 async def _call(
-    path: Path, out: Path, say: list[str] | None, caller: Path | None, example_policy: bool
+    path: Path,
+    out: Path,
+    say: list[str] | None,
+    caller: Path | None,
+    example_policy: bool,
+    *,
+    whisker: bool,
 ) -> int:
     from playground import checks
+    from playground import whisker as debugger
     from playground.interrupt import Interrupt
     from playground.team_call import PlaygroundError, print_flush, run_team
 
@@ -131,21 +156,32 @@ async def _call(
         return 1
     try:
         with Interrupt() as interrupt:
-            report = await run_team(
-                team,
-                say=say,
-                caller_wav=caller,
-                out_dir=out,
-                name=path.stem,
-                echo=print_flush,
-                hangup=interrupt.hangup,
-                example_policy=example_policy,
-            )
-    except PlaygroundError as e:
+            async with contextlib.AsyncExitStack() as stack:
+                served = None
+                if debugger.wanted(whisker):
+                    recording = out / f"{path.stem}.whisk"
+                    served = await stack.enter_async_context(
+                        debugger.Whisker(recording, port=debugger.port_from_env())
+                    )
+                    print_flush(f"Whisker: {served.url} (recording {recording})")
+                report = await run_team(
+                    team,
+                    say=say,
+                    caller_wav=caller,
+                    out_dir=out,
+                    name=path.stem,
+                    echo=print_flush,
+                    hangup=interrupt.hangup,
+                    example_policy=example_policy,
+                    whisker=served,
+                )
+    except (PlaygroundError, debugger.WhiskerError) as e:
         print(e, file=sys.stderr)
         return 1
     print_flush(f"\nwrote {report.wav} (left: caller, right: what the caller heard)")
     print_flush(f"wrote {report.transcript}")
+    if report.timeline is not None:
+        print_flush(f"wrote {report.timeline} (the call's timeline: open it in a browser)")
     return EXIT_STATUS if report.interrupted else 0
 
 

@@ -24,7 +24,7 @@ from typing import Self
 import uvicorn
 from fastapi import FastAPI
 
-from main import create_app
+from main import CallObservers, create_app
 from teamrunner.config import Settings
 from teamrunner.lifecycle.registry import SessionRegistry
 from teamrunner.serving.server import uvicorn_config
@@ -43,11 +43,20 @@ class _EmbeddedServer(uvicorn.Server):
 
 
 class RunnerServer:
-    """The runner, served in the background of the current event loop."""
+    """The runner, served in the background of the current event loop.
 
-    def __init__(self, settings: Settings, *, configure_logs: bool = False) -> None:
+    ``observers`` are added to each call it runs (``main.CallObservers``).
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        configure_logs: bool = False,
+        observers: CallObservers | None = None,
+    ) -> None:
         self.settings = settings
-        self.app: FastAPI = create_app(settings, configure_logs=configure_logs)
+        self.app: FastAPI = create_app(settings, configure_logs=configure_logs, observers=observers)
         # Served as main.py serves it (keep-alive, header deadline), but signals stay ours.
         self._server = _EmbeddedServer(
             uvicorn_config(self.app, settings, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECS)

@@ -14,7 +14,10 @@ for the call (``policy_service.py``).
 
 While the call runs it prints the call's transcript (``transcript.py``); at
 the end it writes the call as a stereo WAV (left: caller, right: what the
-caller heard) and the transcript as JSON. A call can be cut short (Ctrl-C,
+caller heard), the transcript as JSON, and the call's timeline as a
+self-contained HTML page (``timeline/``: recorded by a pipecat observer on
+the call, handed to the runner with pipecat's Whisker observer when
+``whisker.py`` serves). A call can be cut short (Ctrl-C,
 see ``interrupt.py``): the caller hangs up where the call is, and what was
 recorded until then is written all the same.
 """
@@ -27,16 +30,17 @@ import json
 import sys
 import time
 import uuid
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from playground.policy_service import ExamplePolicy, ExamplePolicyError
 from playground.server import RunnerServer
 from playground.teamfile import CallerSilence, TeamFile, run_request
+from playground.timeline import CallTimeline
 from playground.transcript import CallReport, Transcript
 from simulators.brain import KeywordBrain, Persona
 from simulators.cloud import Cloud
@@ -45,7 +49,13 @@ from simulators.speech import speak
 from simulators.wav import read_wav_16k_mono
 from teamrunner.config import Settings
 from teamrunner.contract import RemotePolicy
-from teamrunner.plan import END_CALL_FUNCTION, function_name
+from teamrunner.plan import END_CALL_FUNCTION, CallPlan, function_name
+
+if TYPE_CHECKING:
+    from pipecat.observers.base_observer import BaseObserver
+    from pipecat.pipeline.worker import PipelineWorker
+
+    from playground.whisker import Whisker
 
 # The caller waits this long after the team falls silent before speaking again.
 QUIET_SECS = 1.0
@@ -67,13 +77,15 @@ async def run_team(
     echo: Callable[[str], None] = print,
     hangup: asyncio.Event | None = None,
     example_policy: bool = False,
+    whisker: Whisker | None = None,
 ) -> CallReport:
     """Run ``team`` against the simulators with a scripted caller; see the module docstring.
 
     Setting ``hangup`` ends the call where it is (the caller hangs up); the report
     of what was recorded until then is still written and returned, marked
     ``interrupted``. With ``example_policy``, the call's remote policy is the
-    example service, started for it.
+    example service, started for it. With ``whisker`` (serving), the call's
+    frames are also sent to pipecat's Whisker debugger.
 
     Raises:
         PlaygroundError: the team needs something the simulators cannot stand in for.
@@ -84,11 +96,19 @@ async def run_team(
             async with ExamplePolicy(team.remote_policy) as service:
                 echo(f"remote policy: {service.url} (the example in examples/, with a token)")
                 return await _run(
-                    team, say, caller_wav, out_dir, name, echo, hangup, service.remote_policy
+                    team,
+                    say,
+                    caller_wav,
+                    out_dir,
+                    name,
+                    echo,
+                    hangup,
+                    service.remote_policy,
+                    whisker,
                 )
         except ExamplePolicyError as e:
             raise PlaygroundError(str(e)) from e
-    return await _run(team, say, caller_wav, out_dir, name, echo, hangup, None)
+    return await _run(team, say, caller_wav, out_dir, name, echo, hangup, None, whisker)
 
 
 async def _run(
@@ -100,9 +120,11 @@ async def _run(
     echo: Callable[[str], None],
     hangup: asyncio.Event | None,
     policy: RemotePolicy | None,
+    whisker: Whisker | None,
 ) -> CallReport:
     lines = say if say is not None else team.caller
     call_id = str(uuid.uuid4())
+    watch = CallWatch(whisker)
     async with _cloud(team) as cloud:
         cloud.deepgram.push_transcripts(*[line for line in lines if isinstance(line, str)])
         call = cloud.manager.expect_call(
@@ -111,7 +133,7 @@ async def _run(
             tools={function_name(n): ToolResult.ok(t.result) for n, t in team.tool_results.items()},
         )
         transcript = Transcript(call, team, echo)
-        conversation = _converse(team, cloud, call, transcript, lines, caller_wav, policy)
+        conversation = _converse(team, cloud, call, transcript, lines, caller_wav, policy, watch)
         finished = await _unless_set(hangup or asyncio.Event(), conversation)
         report = CallReport(
             team=team.name or team.team.id,
@@ -125,7 +147,7 @@ async def _run(
             latencies=[round(x, 3) for x in transcript.latencies],
         )
         if out_dir is not None:
-            await asyncio.to_thread(_write, report, call, out_dir, name)
+            await asyncio.to_thread(_write, report, call, out_dir, name, watch.timeline)
     return report
 
 
@@ -137,10 +159,12 @@ async def _converse(
     lines: Sequence[str | CallerSilence],
     caller_wav: Path | None,
     policy: RemotePolicy | None,
+    watch: CallWatch,
 ) -> None:
     """The call itself: the runner up, /run posted, the caller's turns, the hangup."""
     echo = transcript.echo
-    async with RunnerServer(_settings(cloud)) as runner, httpx.AsyncClient(timeout=60) as http:
+    server = RunnerServer(_settings(cloud), observers=watch)
+    async with server as runner, httpx.AsyncClient(timeout=60) as http:
         echo(
             f"team {team.name or team.team.id!r}: {len(team.team.members)} members; "
             "LLM: scripted keyword brain on the OpenAI simulator (not a model)"
@@ -196,11 +220,35 @@ async def _unless_set(event: asyncio.Event, work: Coroutine[Any, Any, None]) -> 
     return True
 
 
-def _write(report: CallReport, call: CallRecord, out_dir: Path, name: str) -> None:
-    """Save the call as a stereo WAV and the report as JSON, naming both in the report."""
+class CallWatch:
+    """What watches the call for the designer: its timeline, and Whisker when it serves.
+
+    Handed to the runner as its ``main.CallObservers``: called once the call is built.
+    """
+
+    def __init__(self, whisker: Whisker | None) -> None:
+        self.timeline: CallTimeline | None = None
+        self._whisker = whisker
+
+    def __call__(self, plan: CallPlan, worker: PipelineWorker) -> Iterator[BaseObserver]:
+        self.timeline = CallTimeline(plan)
+        yield self.timeline
+        if self._whisker is not None:
+            yield self._whisker.observer(worker)
+
+
+def _write(
+    report: CallReport, call: CallRecord, out_dir: Path, name: str, timeline: CallTimeline | None
+) -> None:
+    """Save the call as a stereo WAV, the report as JSON and the timeline as HTML.
+
+    Each is named in the report (the timeline only if the call came up).
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     report.wav = str(out_dir / f"{name}.wav")
     report.transcript = str(out_dir / f"{name}.json")
+    if timeline is not None:
+        report.timeline = str(timeline.write(out_dir / f"{name}.html", title=report.team))
     call.write_wav(report.wav)
     Path(report.transcript).write_text(json.dumps(report.to_json(), indent=2))
 

@@ -46,6 +46,7 @@ class CallReport:
     latencies: list[float] = field(default_factory=list)
     wav: str | None = None
     transcript: str | None = None
+    timeline: str | None = None  # the HTML timeline
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

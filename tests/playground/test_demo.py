@@ -6,7 +6,8 @@ reaches the network or downloads a model; then reads the transcript and the
 WAV it wrote. Besides the members' replies, the caller hears the runner's
 own words: the greeter's greeting, its handoff line (with billing's answer
 right behind it, no silence between), an idle nudge when the caller goes
-quiet once, and billing's goodbye when the caller says goodbye.
+quiet once, and billing's goodbye when the caller says goodbye; and the
+call's timeline holds every turn, the handoff and the latencies.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from pathlib import Path
 import pytest
 
 from simulators.audio import spectral_flatness
+
+from timeline_page import embedded_turns, outside_references
 
 ROOT = Path(__file__).resolve().parents[2]
 TEAMRUNNER = Path(sys.executable).with_name("teamrunner")
@@ -120,6 +123,18 @@ def test_demo_runs_offline_and_hands_the_caller_to_a_second_voice(tmp_path: Path
     bots = [(line["member"], line["detail"]["voice"]) for line in lines if line["kind"] == "bot"]
     assert bots[0] == ("Greeter", "piper")
     assert set(bots[2:]) == {("Billing", "espeak en-us")}
+
+    # The call's timeline: every turn, the handoff with its gap, and the latencies.
+    page = (tmp_path / "demo.html").read_text()
+    assert outside_references(page) == []
+    turns = embedded_turns(page)
+    assert [t["opener"] for t in turns] == ["opening", "caller", "caller", "team", "caller"]
+    assert [words(t["said"]) for t in turns if t["opener"] == "caller"] == callers
+    assert turns[3]["said"] == NUDGE
+    assert [t["handoff"] for t in turns if t["handoff"]] == ["Greeter → Billing"]
+    assert turns[1]["handoff_gap_ms"] is not None
+    v2v = [t["voice_to_voice_ms"] for t in turns if t["opener"] == "caller"]
+    assert all(ms is not None and f"voice-to-voice {ms} ms" in page for ms in v2v)
 
     # The second voice is audibly another voice: Piper's Joe is about 3 times as
     # noise-like as espeak-ng's formant voice (measured 0.0037 against 0.0011).
