@@ -1,0 +1,114 @@
+"""``teamrunner talk`` in a real browser: Debian's Chromium, headless, with a fake microphone.
+
+The talk server runs the demo team on the embedded default (Whisper, Piper,
+espeak, the scripted stand-in LLM). Chromium opens the prebuilt client it
+serves, presses connect, and plays a WAV as its microphone: a few seconds of
+silence while the greeting plays, then the caller's line spoken by Piper,
+then silence. Playwright drives the page; the assertions read what the page
+shows (the conversation, each line with its member; how much of the bot's
+voice its peer connection received) and what the team's call recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from playground import teamfile
+from playground.cli import DEMO_TEAM
+from playground.talk import Talk
+from simulators.speech import speak
+from simulators.wav import PHONE_RATE, write_wav
+
+CHROMIUM = Path("/usr/bin/chromium")
+GREETING = "Hello, this is the Acme front desk. How can I help you today?"
+CALLER = "Hi, I have a billing question."
+HANDOFF = "Let me put you through to our billing specialist."
+BILLING = "Hi, this is Billing. How can I help?"
+# Enough for the greeting to be said before the caller speaks, on a loaded machine too.
+LEAD_SECS = 9.0
+# Everything here waits on events; this bounds each wait on a loaded 2-core machine.
+WAIT_MS = 60_000
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def silence(secs: float) -> bytes:
+    return b"\0\0" * int(PHONE_RATE * secs)
+
+
+@pytest.fixture
+def microphone(tmp_path: Path) -> Path:
+    """What the fake microphone plays once: silence, the caller's line, silence."""
+    path = tmp_path / "caller.wav"
+    write_wav(path, silence(LEAD_SECS) + speak(CALLER) + silence(30), PHONE_RATE)
+    return path
+
+
+@pytest.fixture
+async def talk() -> AsyncIterator[Talk]:
+    printed: list[str] = []
+    async with Talk(teamfile.load(DEMO_TEAM), echo=printed.append, environ={}) as server:
+        yield server
+
+
+async def test_the_browser_hears_the_greeting_and_the_team_hears_the_caller_and_answers(
+    talk: Talk, microphone: Path, tmp_path: Path
+) -> None:
+    if not CHROMIUM.exists():
+        pytest.skip("Debian's chromium is needed (apt-get install chromium)")
+    playwright_api = pytest.importorskip("playwright.async_api")
+    async with playwright_api.async_playwright() as playwright:
+        browser = await playwright.chromium.launch_persistent_context(
+            str(tmp_path / "profile"),
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=[
+                "--use-fake-device-for-media-stream",
+                "--use-fake-ui-for-media-stream",
+                f"--use-file-for-fake-audio-capture={microphone}%noloop",
+                "--autoplay-policy=no-user-gesture-required",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        try:
+            page = browser.pages[0] if browser.pages else await browser.new_page()
+            outside: list[str] = []
+            page.on(
+                "request",
+                lambda r: outside.append(r.url) if not r.url.startswith(talk.url) else None,
+            )
+            await page.goto(talk.url)
+            await page.get_by_role("button", name="Connect").click()
+            # The team heard the caller (Whisper, on the browser's microphone) and
+            # answered: the greeter handed the call to billing, who spoke.
+            await page.get_by_text(BILLING).wait_for(timeout=WAIT_MS)
+            # The greeting reached the browser as sound, not only as text.
+            await page.wait_for_function(
+                "Number(document.body.dataset.botAudioBytes || 0) > 5000", timeout=WAIT_MS
+            )
+            lines = [
+                (await line.locator(".who").inner_text(), await line.locator(".words").inner_text())
+                for line in await page.locator(".line").all()
+            ]
+            notes = await page.locator(".note").all_inner_texts()
+        finally:
+            await browser.close()
+    assert lines[0] == ("Greeter", GREETING)
+    assert lines[1][0] == "caller"
+    assert "billing" in lines[1][1].lower()
+    assert lines[2:] == [("Greeter", HANDOFF), ("Billing", BILLING)]
+    assert notes == [
+        "Greeter has the call",
+        "handoff: Greeter \u2192 Billing (transfer_to_billing)",
+    ]
+    [session] = talk.sessions
+    assert session.journal.members_visited == ["greeter", "billing"]
+    assert outside == [], "the page loaded something from outside the talk server"
