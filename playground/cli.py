@@ -166,7 +166,8 @@ async def _talk(path: Path, port: int) -> int:
                 f"real providers: {', '.join(real) or 'none'}; LLM: {llm}"
             )
             print_flush(f"open {talk.url} and press connect (Ctrl-C to stop)")
-            with Interrupt() as interrupt:
+            notice = "interrupted: ending the calls (Ctrl-C again to quit at once)"
+            with Interrupt(notice) as interrupt:
                 await interrupt.hangup.wait()
     except PlaygroundError as e:
         print(e, file=sys.stderr)

@@ -11,9 +11,14 @@ voice its peer connection received) and what the team's call recorded.
 
 from __future__ import annotations
 
+import re
+import signal
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from playground import teamfile
@@ -23,6 +28,7 @@ from simulators.speech import speak
 from simulators.wav import PHONE_RATE, write_wav
 
 CHROMIUM = Path("/usr/bin/chromium")
+TEAMRUNNER = Path(sys.executable).with_name("teamrunner")
 GREETING = "Hello, this is the Acme front desk. How can I help you today?"
 CALLER = "Hi, I have a billing question."
 HANDOFF = "Let me put you through to our billing specialist."
@@ -112,3 +118,42 @@ async def test_the_browser_hears_the_greeting_and_the_team_hears_the_caller_and_
     [session] = talk.sessions
     assert session.journal.members_visited == ["greeter", "billing"]
     assert outside == [], "the page loaded something from outside the talk server"
+
+
+async def test_the_prebuilt_clients_signalling_and_files_are_served_from_the_installed_packages(
+    talk: Talk,
+) -> None:
+    async with httpx.AsyncClient(base_url=talk.url, timeout=30) as http:
+        start = await http.post("/start", json={"transport": "webrtc"})
+        page = await http.get("/")
+        prebuilt = await http.get("/prebuilt/")
+    assert start.status_code == 200
+    # No ICE servers: a STUN server out on the internet is no use on one machine.
+    assert set(start.json()) == {"sessionId"}
+    assert page.status_code == 200
+    assert '<h1 id="team">Acme front desk: teamrunner talk</h1>' in page.text
+    assert not re.search(r"(src|href)=\"https?://", page.text)
+    assert prebuilt.status_code == 200
+    assert "<title>Pipecat UI</title>" in prebuilt.text
+
+
+def test_teamrunner_talk_serves_until_ctrl_c() -> None:
+    command = subprocess.Popen(
+        [str(TEAMRUNNER), "talk", str(DEMO_TEAM), "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert command.stdout is not None
+        for line in command.stdout:
+            if line.startswith("open "):
+                break
+        url = line.split()[1]
+        assert httpx.get(url, timeout=30).status_code == 200
+    finally:
+        command.send_signal(signal.SIGINT)
+        status = command.wait(timeout=60)
+    assert re.fullmatch(
+        r"open http://127\.0\.0\.1:\d+/ and press connect \(Ctrl-C to stop\)\n", line
+    )
+    assert status == 128 + signal.SIGINT
