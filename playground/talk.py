@@ -110,11 +110,12 @@ def talk_environment(cloud: Cloud, environ: Mapping[str, str]) -> dict[str, str]
 
 def real_providers(environ: Mapping[str, str]) -> list[str]:
     """The providers whose keys are set, so whose real service a call uses."""
-    return [key.split("_")[0].lower() for key in PROVIDER_ENDPOINTS if environ.get(key)]
+    keys = [*PROVIDER_ENDPOINTS, "GOOGLE_API_KEY"]
+    return [key.split("_")[0].lower() for key in keys if environ.get(key)]
 
 
 class Talk:
-    """The talk server: the prebuilt client, its signalling, and a real call per peer.
+    """The talk server: the talk page, pipecat's prebuilt client, their signalling, a call per peer.
 
     Args:
         team: The team to talk to (checked).

@@ -157,3 +157,28 @@ def test_teamrunner_talk_serves_until_ctrl_c() -> None:
         r"open http://127\.0\.0\.1:\d+/ and press connect \(Ctrl-C to stop\)\n", line
     )
     assert status == 128 + signal.SIGINT
+
+
+async def test_an_offer_on_the_prebuilt_clients_session_path_gets_pipecats_answer(
+    talk: Talk,
+) -> None:
+    from aiortc import RTCConfiguration, RTCPeerConnection
+
+    peer = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+    try:
+        peer.addTransceiver("audio", direction="sendrecv")
+        peer.createDataChannel("chat")
+        await peer.setLocalDescription(await peer.createOffer())
+        offer = {"sdp": peer.localDescription.sdp, "type": peer.localDescription.type}
+        async with httpx.AsyncClient(base_url=talk.url, timeout=30) as http:
+            session = (await http.post("/start", json={})).json()["sessionId"]
+            answer = await http.post(f"/sessions/{session}/api/offer", json=offer)
+        assert answer.status_code == 200
+        body = answer.json()
+        assert body["type"] == "answer"
+        assert body["pc_id"]
+        # pipecat's peer answers the caller's audio and the RTVI data channel.
+        assert "m=audio" in body["sdp"]
+        assert "m=application" in body["sdp"]
+    finally:
+        await peer.close()
