@@ -71,7 +71,7 @@ from teamrunner.contract import RunRequest
 from teamrunner.errors import RunnerError
 from teamrunner.lifecycle.runtime import Runtime
 from teamrunner.lifecycle.session import BuiltCall, Session
-from teamrunner.lifecycle.warmup import WarmUp, preload_names
+from teamrunner.lifecycle.warmup import WarmUp
 from teamrunner.observe.journal import CallJournal, EndReason
 from teamrunner.plan import CallPlan, function_name, plan_call
 
@@ -112,6 +112,19 @@ def real_providers(environ: Mapping[str, str]) -> list[str]:
     """The providers whose keys are set, so whose real service a call uses."""
     keys = [*PROVIDER_ENDPOINTS, "GOOGLE_API_KEY"]
     return [key.split("_")[0].lower() for key in keys if environ.get(key)]
+
+
+def speech_models(plan: CallPlan) -> list[str]:
+    """The local speech models ``plan``'s members use, to load before the first call."""
+    members = plan.members.values()
+    turns = [plan.turn, *(m.turn for m in members if m.turn is not None)]
+    used = {
+        "silero": plan.hears,
+        "smart-turn": plan.hears and any(t.smart_turn for t in turns),
+        "whisper": any(m.stt_type == "whisper" for m in members),
+        "piper": any(m.tts_type == "piper" for m in members),
+    }
+    return [name for name, wanted in used.items() if wanted]
 
 
 class Talk:
@@ -178,8 +191,9 @@ class Talk:
             env = talk_environment(self._cloud, self._environ)
             settings = replace(Settings.from_env(env), load_threshold=0.0)
             self._runtime = Runtime.create(settings)
-            self._plan(str(uuid.uuid4()))  # a team that cannot be planned fails here, once
-            warmup = WarmUp(("run",), self.runtime.shared.models, preload_names("silero"))
+            # A team that cannot be planned fails here, once; the first call comes up fast.
+            models = speech_models(self._plan(str(uuid.uuid4())))
+            warmup = WarmUp(("run",), self.runtime.shared.models, models)
             await warmup.wait()
             self._serving = asyncio.get_running_loop().create_task(
                 self._server.serve(sockets=[self._socket])

@@ -34,7 +34,7 @@ CALLER = "Hi, I have a billing question."
 HANDOFF = "Let me put you through to our billing specialist."
 BILLING = "Hi, this is Billing. How can I help?"
 # Enough for the greeting to be said before the caller speaks, on a loaded machine too.
-LEAD_SECS = 9.0
+LEAD_SECS = 7.0
 # Everything here waits on events; this bounds each wait on a loaded 2-core machine.
 WAIT_MS = 60_000
 
