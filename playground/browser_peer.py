@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from pipecat.observers.base_observer import BaseObserver
 from pipecat.processors.frame_processor import FrameProcessor
 from pipecat.transports.base_transport import TransportParams
 from pipecat.transports.smallwebrtc.connection import SmallWebRTCConnection
@@ -31,6 +32,7 @@ from pipecat.transports.smallwebrtc.transport import (
     SmallWebRTCTransport,
 )
 
+from teamrunner.manager.events import ManagerRTVI
 from teamrunner.manager.transport import SAMPLE_RATE
 from teamrunner.transport import Link
 
@@ -84,6 +86,14 @@ class BrowserPeer:
 
     def components(self) -> list[tuple[str, FrameProcessor]]:
         return [(f"{link.name} to {link.peer}", link.processor) for link in self.links()]
+
+    def rtvi(self, companion: BaseObserver) -> ManagerRTVI:
+        """The call's RTVI processor, for a call builder that asks its transport for one.
+
+        The one pipecat-manager's sockets have: the browser gets what Go gets,
+        and ``talk_events.TalkEvents`` adds what the talk page reads.
+        """
+        return ManagerRTVI(self.output(), companion=companion)
 
     def links(self) -> list[Link]:
         return [

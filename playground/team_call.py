@@ -245,7 +245,7 @@ async def _quiet(call: CallRecord, replied_after: float | None = None) -> None:
 
 
 def check_simulable(team: TeamFile) -> None:
-    """Raise ``PlaygroundError`` if a member needs a provider no simulator stands in for."""
+    """Raise ``PlaygroundError`` when a member needs a provider no simulator stands in for."""
     gemini = [m.name or m.id for m in team.team.members if m.ai.engine_model.startswith("gemini")]
     if gemini:
         raise PlaygroundError(
@@ -255,7 +255,7 @@ def check_simulable(team: TeamFile) -> None:
 
 
 def simulated_cloud(team: TeamFile) -> Cloud:
-    """The simulated cloud, its LLMs answering as the team's members by keyword."""
+    """The simulated cloud, its LLMs answering as the team's members by keyword (not started)."""
     start = team.team.start_member_id
     personas = [
         Persona(
