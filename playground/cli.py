@@ -7,8 +7,8 @@ teamrunner check TEAM.yaml       # findings and the member graph (Mermaid)
 teamrunner talk TEAM.yaml [--port P]   # talk to the team from the browser (WebRTC)
 
 (``python -m playground`` is the same command.) Ctrl-C during a call hangs
-up and writes what was recorded, exiting with 130; a second Ctrl-C quits at
-once (``interrupt.py``).
+up and writes what was recorded, exiting with 130 (``talk`` ends its calls);
+a second Ctrl-C quits at once (``interrupt.py``).
 """
 
 from __future__ import annotations

@@ -168,7 +168,6 @@ class Talk:
         self._calls: set[asyncio.Task[None]] = set()
         self.sessions: list[Session] = []
         self.events: list[TalkEvents] = []
-        self.call_started = asyncio.Event()
 
     @property
     def url(self) -> str:
@@ -184,7 +183,7 @@ class Talk:
         """Start the simulators, warm the call stack up, and serve.
 
         Raises:
-            PlaygroundError: the team cannot be planned as a call.
+            PlaygroundError: the team cannot be planned as a call, or its models not loaded.
         """
         await self._cloud.start()
         try:
@@ -193,8 +192,10 @@ class Talk:
             self._runtime = Runtime.create(settings)
             # A team that cannot be planned fails here, once; the first call comes up fast.
             models = speech_models(self._plan(str(uuid.uuid4())))
-            warmup = WarmUp(("run",), self.runtime.shared.models, models)
-            await warmup.wait()
+            try:
+                await WarmUp(("run",), self.runtime.shared.models, models).wait()
+            except RuntimeError as e:
+                raise PlaygroundError(str(e)) from e
             self._serving = asyncio.get_running_loop().create_task(
                 self._server.serve(sockets=[self._socket])
             )
@@ -304,7 +305,6 @@ class Talk:
             await connection.disconnect()
             return
         self.echo(f"call up in {session.startup_secs:.2f} s: {plan.start_member.name} has it")
-        self.call_started.set()
         await session.finished.wait()
         self.echo(f"call ended ({session.journal.end_reason}); press connect to talk again")
 
