@@ -11,6 +11,7 @@ voice its peer connection received) and what the team's call recorded.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import signal
 import subprocess
@@ -105,6 +106,10 @@ async def test_the_browser_hears_the_greeting_and_the_team_hears_the_caller_and_
                 for line in await page.locator(".line").all()
             ]
             notes = await page.locator(".note").all_inner_texts()
+            # Hanging up in the page ends the team's call.
+            await page.get_by_role("button", name="Disconnect").click()
+            [session] = talk.sessions
+            await asyncio.wait_for(session.finished.wait(), WAIT_MS / 1000)
         finally:
             await browser.close()
     assert lines[0] == ("Greeter", GREETING)
@@ -115,8 +120,8 @@ async def test_the_browser_hears_the_greeting_and_the_team_hears_the_caller_and_
         "Greeter has the call",
         "handoff: Greeter \u2192 Billing (transfer_to_billing)",
     ]
-    [session] = talk.sessions
     assert session.journal.members_visited == ["greeter", "billing"]
+    assert session.journal.end_reason == "hung_up"
     assert outside == [], "the page loaded something from outside the talk server"
 
 
