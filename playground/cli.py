@@ -4,14 +4,15 @@ teamrunner demo [--say LINE ...] [--out DIR]   # the embedded default: no keys, 
 teamrunner demo --policy [...]   # a receptionist driven by the example remote policy service
 teamrunner call TEAM.yaml [--say LINE ...] [--caller WAV] [--out DIR]
 teamrunner check TEAM.yaml       # findings and the member graph (Mermaid)
+teamrunner talk TEAM.yaml [--port P]   # talk to the team from the browser (WebRTC)
 
 ``demo`` and ``call`` write the call to DIR as a WAV, a JSON transcript and an
 HTML timeline; ``--whisker`` (or ``RUNNER_WHISKER=1``) also serves the call to
 pipecat's Whisker debugger (``whisker.py``).
 
 (``python -m playground`` is the same command.) Ctrl-C during a call hangs
-up and writes what was recorded, exiting with 130; a second Ctrl-C quits at
-once (``interrupt.py``).
+up and writes what was recorded, exiting with 130 (``talk`` ends its calls);
+a second Ctrl-C quits at once (``interrupt.py``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
 DEMO_TEAM = Path(__file__).resolve().parent / "teams" / "demo.yaml"
 # The team of ``demo --policy``, whose conversation the example policy service drives.
 POLICY_TEAM = Path(__file__).resolve().parent / "teams" / "receptionist.yaml"
+# Where ``teamrunner talk`` serves by default: pipecat's own development runner's port.
+TALK_PORT = 7860
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,10 +66,23 @@ def main(argv: list[str] | None = None) -> int:
         )
     check = commands.add_parser("check", help="check a team file and draw its member graph")
     check.add_argument("team", type=Path)
+    talk = commands.add_parser("talk", help="talk to a team from the browser, over WebRTC")
+    talk.add_argument("team", type=Path)
+    talk.add_argument(
+        "--port", type=int, default=TALK_PORT, help=f"where to serve on 127.0.0.1 ({TALK_PORT})"
+    )
     args = parser.parse_args(argv)
     _quiet_logs()
     if args.command == "check":
         return _check(args.team)
+    if args.command == "talk":
+        try:
+            status = asyncio.run(_talk(args.team, args.port))
+        except KeyboardInterrupt:
+            status = EXIT_STATUS
+        if status == EXIT_STATUS:
+            quit_now(status)
+        return status
     example_policy = args.command == "demo" and args.policy
     demo_team = POLICY_TEAM if example_policy else DEMO_TEAM
     team_path = args.team if args.command == "call" else demo_team
@@ -129,6 +145,55 @@ def _check(path: Path) -> int:
     if findings.ok and not findings.warnings:
         print("no problems found")
     return 0 if findings.ok else 1
+
+
+def _checked(path: Path) -> TeamFile | None:
+    """The team file if it has no errors; else None, once they are printed."""
+    from playground import checks
+
+    team = _load(path)
+    if team is None:
+        return None
+    findings = checks.check(team)
+    if not findings.ok:
+        print("the team file has errors; see: teamrunner check " + str(path))
+        for error in findings.errors:
+            print(f"error: {error}", file=sys.stderr)
+        return None
+    return team
+
+
+async def _talk(path: Path, port: int) -> int:
+    from playground.interrupt import Interrupt
+    from playground.talk import Talk, real_providers
+    from playground.team_call import PlaygroundError, print_flush
+
+    team = _checked(path)
+    if team is None:
+        return 1
+    try:
+        async with Talk(team, port=port, echo=print_flush) as talk:
+            real = real_providers(os.environ)
+            llm = (
+                "the providers of the keys set"
+                if real
+                else "the scripted keyword brain (not a model)"
+            )
+            print_flush(
+                f"team {team.name or team.team.id!r}: {len(team.team.members)} members; "
+                f"real providers: {', '.join(real) or 'none'}; LLM: {llm}"
+            )
+            print_flush(f"open {talk.url} and press connect (Ctrl-C to stop)")
+            notice = "interrupted: ending the calls (Ctrl-C again to quit at once)"
+            with Interrupt(notice) as interrupt:
+                await interrupt.hangup.wait()
+    except PlaygroundError as e:
+        print(e, file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"cannot serve on 127.0.0.1:{port}: {e.strerror}; try --port", file=sys.stderr)
+        return 1
+    return EXIT_STATUS
 
 
 async def _call(

@@ -32,8 +32,14 @@ EXIT_STATUS = 128 + signal.SIGINT
 class Interrupt:
     """SIGINT handling for the running event loop; use as ``with Interrupt() as interrupt:``."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        notice: str = "interrupted: hanging up and writing what was recorded "
+        "(Ctrl-C again to quit at once)",
+    ) -> None:
+        """``notice`` is printed at the first SIGINT."""
         self.hangup = asyncio.Event()
+        self._notice = notice
         self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
@@ -52,12 +58,7 @@ class Interrupt:
 
     def _on_sigint(self) -> None:
         if not self.hangup.is_set():
-            print(
-                "\ninterrupted: hanging up and writing what was recorded "
-                "(Ctrl-C again to quit at once)",
-                file=sys.stderr,
-                flush=True,
-            )
+            print("\n" + self._notice, file=sys.stderr, flush=True)
             self.hangup.set()
             return
         print("interrupted again: quitting without writing", file=sys.stderr, flush=True)
