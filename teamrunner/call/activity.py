@@ -5,7 +5,7 @@ for activity with an observer of its own, and pipecat gives every observer a
 queue and a task and hands it every frame each processor processes. Measured
 with ``bench/load_profile.py`` (BENCHMARKS.md section 5), that observer and
 the call's journal observer together cost about a seventh of a voice call's
-CPU. So the call's one observer (``teamrunner.manager.events.ManagerEvents``)
+CPU. So the call's one observer (``teamrunner.call.rtvi.CallEvents``)
 feeds this watch, and the session ends the call when ``idle()`` returns.
 """
 
