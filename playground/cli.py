@@ -4,6 +4,8 @@ teamrunner demo [--say LINE ...] [--out DIR]   # the embedded default: no keys, 
 teamrunner demo --policy [...]   # a receptionist driven by the example remote policy service
 teamrunner call TEAM.yaml [--say LINE ...] [--caller WAV] [--out DIR]
 teamrunner check TEAM.yaml       # findings and the member graph (Mermaid)
+teamrunner eval TEAM.yaml SCENARIO.yaml...   # pipecat eval's scenarios; exit 1 if any fails
+teamrunner eval-bot TEAM.yaml [--port P]     # the team for `pipecat eval run --bot-url`
 
 (``python -m playground`` is the same command.) Ctrl-C during a call hangs
 up and writes what was recorded, exiting with 130; a second Ctrl-C quits at
@@ -52,10 +54,13 @@ def main(argv: list[str] | None = None) -> int:
         )
     check = commands.add_parser("check", help="check a team file and draw its member graph")
     check.add_argument("team", type=Path)
+    _add_eval_commands(commands)
     args = parser.parse_args(argv)
     _quiet_logs()
     if args.command == "check":
         return _check(args.team)
+    if args.command in ("eval", "eval-bot"):
+        return _eval(args)
     example_policy = args.command == "demo" and args.policy
     demo_team = POLICY_TEAM if example_policy else DEMO_TEAM
     team_path = args.team if args.command == "call" else demo_team
@@ -68,6 +73,55 @@ def main(argv: list[str] | None = None) -> int:
     if status == EXIT_STATUS:
         quit_now(status)  # what was recorded is written: the user asked to leave
     return status
+
+
+def _add_eval_commands(commands: argparse._SubParsersAction) -> None:
+    evaluate = commands.add_parser(
+        "eval", help="run pipecat eval scenario files against a team (exit 1 if any fails)"
+    )
+    evaluate.add_argument("team", type=Path)
+    evaluate.add_argument("scenarios", type=Path, nargs="+", help="scenario files or folders")
+    evaluate.add_argument(
+        "--out", type=Path, default=Path("out/eval"), help="where pipecat eval writes its logs"
+    )
+    evaluate.add_argument("-v", "--verbose", action="store_true", help="every expectation")
+    bot = commands.add_parser("eval-bot", help="serve a team for `pipecat eval run --bot-url`")
+    bot.add_argument("team", type=Path)
+    bot.add_argument("--host", default="127.0.0.1")
+    bot.add_argument("--port", type=int, default=7860, help="7860, pipecat eval's default")
+    for command in (evaluate, bot):
+        command.add_argument(
+            "--simulated",
+            action="store_true",
+            help="the scripted stand-in LLM even when provider keys are set",
+        )
+        command.add_argument(
+            "--example-policy",
+            action="store_true",
+            help="drive the team with the example remote policy service, started for it",
+        )
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from playground.evals import run_scenarios, serve_bot
+    from playground.team_call import PlaygroundError
+
+    team = _load(args.team)
+    if team is None:
+        return 2
+    options = {"simulated": args.simulated, "example_policy": args.example_policy}
+    try:
+        if args.command == "eval-bot":
+            asyncio.run(serve_bot(team, host=args.host, port=args.port, **options))
+            return 0
+        return asyncio.run(
+            run_scenarios(team, args.scenarios, out=args.out, verbose=args.verbose, **options)
+        )
+    except PlaygroundError as e:
+        print(e, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return EXIT_STATUS
 
 
 def _quiet_logs() -> None:

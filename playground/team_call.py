@@ -78,7 +78,7 @@ async def run_team(
     Raises:
         PlaygroundError: the team needs something the simulators cannot stand in for.
     """
-    _check_simulable(team)
+    check_simulable(team)
     if example_policy:
         try:
             async with ExamplePolicy(team.remote_policy) as service:
@@ -103,7 +103,7 @@ async def _run(
 ) -> CallReport:
     lines = say if say is not None else team.caller
     call_id = str(uuid.uuid4())
-    async with _cloud(team) as cloud:
+    async with simulated_cloud(team) as cloud:
         cloud.deepgram.push_transcripts(*[line for line in lines if isinstance(line, str)])
         call = cloud.manager.expect_call(
             call_id,
@@ -244,7 +244,8 @@ async def _quiet(call: CallRecord, replied_after: float | None = None) -> None:
         await asyncio.sleep(max(0.05, QUIET_SECS - (now - idle_since)))
 
 
-def _check_simulable(team: TeamFile) -> None:
+def check_simulable(team: TeamFile) -> None:
+    """Raise ``PlaygroundError`` when a member needs a provider no simulator stands in for."""
     gemini = [m.name or m.id for m in team.team.members if m.ai.engine_model.startswith("gemini")]
     if gemini:
         raise PlaygroundError(
@@ -253,8 +254,8 @@ def _check_simulable(team: TeamFile) -> None:
         )
 
 
-def _cloud(team: TeamFile) -> Cloud:
-    """The simulated cloud, its LLMs answering as the team's members by keyword."""
+def simulated_cloud(team: TeamFile) -> Cloud:
+    """The simulated cloud, its LLMs answering as the team's members by keyword (not started)."""
     start = team.team.start_member_id
     personas = [
         Persona(
