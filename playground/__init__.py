@@ -9,7 +9,7 @@ The layer above the runner and the simulators. ``cli.py`` is the command
 ``server.py`` serves the runner's HTTP API inside the same event loop, and
 ``interrupt.py`` is what Ctrl-C does to a running call. ``evals.py`` is
 ``teamrunner eval | eval-bot``: ``eval_bot.py`` serves a team's real calls to
-pipecat's eval harness over ``eval_transport.py``, ``eval_judge.py`` gives its
+pipecat's eval harness over ``eval_transport.py``, ``eval_services.py`` gives its
 judge a key, and ``scenarios/`` holds example scenario files. Nothing in the
 runner imports this package, and the production image leaves it out
 together with the simulators.

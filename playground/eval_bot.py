@@ -32,6 +32,7 @@ import asyncio
 import contextlib
 import os
 import socket
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -81,7 +82,8 @@ class EvalBot:
         simulated: Use the scripted stand-in LLM even when provider keys are set.
         example_policy: Replace the team's remote policy with the example service,
             started for the bot (as ``teamrunner demo --policy`` does).
-        echo: Called with one line per call the harness starts and ends.
+        echo: Called with one line per call the harness starts and ends (a call that
+            cannot start is also printed on stderr, whatever ``echo`` does).
 
     Raises:
         PlaygroundError: (on start) the team cannot run here as asked.
@@ -205,23 +207,24 @@ class EvalBot:
         except NotAnEval as e:
             await websocket.close(NOT_AN_EVAL, reason=str(e))
             return
-        assert self._cloud is not None and self._sessions is not None
+        cloud, runtime, sessions = self._cloud, self._runtime, self._sessions
+        assert cloud is not None and runtime is not None and sessions is not None, "not started"
         call_id = str(uuid.uuid4())
-        self._cloud.manager.expect_call(call_id, tools=self._tools)
+        cloud.manager.expect_call(call_id, tools=self._tools)
         voice = not flags.skip_tts
         name = f"call {call_id[:8]} ({'audio' if voice else 'text'})"
         try:
             request = RunRequest.model_validate(self._request(call_id, voice))
-            plan = plan_call(request, self._settings(self._cloud))
+            plan = plan_call(request, runtime.settings)
         except (ValidationError, InvalidRequest) as e:
-            self._echo(f"{name}: pipecat-manager's /run would be refused: {e}")
+            _problem(f"{name}: pipecat-manager's /run would be refused: {e}")
             await websocket.close(CALL_FAILED, reason="the team's /run request is invalid")
             return
         self._transports[call_id] = EvalSocket.accept(websocket, flags)
         try:
-            session = await self._sessions.start(plan)
+            session = await sessions.start(plan)
         except StartError as e:
-            self._echo(f"{name} could not start: {e}")
+            _problem(f"{name} could not start: {e}")
             return
         finally:
             self._transports.pop(call_id, None)
@@ -243,6 +246,10 @@ class EvalBot:
         import run
 
         return run.build_call(plan, runtime, journal, self._transports.pop(plan.id))
+
+
+def _problem(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 class _Server(uvicorn.Server):

@@ -3,7 +3,7 @@
 The commands run as a user runs them, each a process of its own, with no
 provider keys: the team's LLMs are the scripted stand-in, its Go tools the
 pipecat-manager simulator, and pipecat's eval client (``pipecat eval run``)
-plays the caller in text and checks the team's events. The scenarios shipped
+plays the caller, in text or by voice, and checks the team's events. The scenarios shipped
 in ``playground/scenarios`` must pass; one with a wrong expectation must fail
 with exit 1 and say which expectation failed.
 """
@@ -31,6 +31,7 @@ TEAMS = ROOT / "playground" / "teams"
 # Each shipped scenario file, the team it is for, and what that team needs to run.
 SHIPPED = {
     "demo.yaml": ("demo.yaml", []),
+    "demo_voice.yaml": ("demo.yaml", []),
     "receptionist.yaml": ("receptionist.yaml", ["--example-policy"]),
 }
 
@@ -55,7 +56,7 @@ JUDGED_BY_THE_TEAMS_KEY = """\
 name: keyed
 judge:
   eval:
-    factory: playground.eval_judge.openai
+    factory: playground.eval_services.openai
     model: judge-model
 scenarios:
   - name: the_team_s_own_model_answers
@@ -111,6 +112,7 @@ def test_the_shipped_scenarios_pass_against_their_team(scenario: str, tmp_path: 
     passed = re.search(r"(\d+)/(\d+) passed", result.stdout)
     assert passed is not None and passed.group(1) == passed.group(2), result.stdout
     assert "scripted keyword brain" in result.stdout  # no keys: the stand-in, and it says so
+    assert "failed" not in result.stdout
     assert list(tmp_path.glob("*.eval.log"))  # pipecat eval's logs went to --out
 
 
