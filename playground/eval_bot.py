@@ -12,7 +12,10 @@ A text scenario (the harness asks the bot to skip its speech) is a chat
 session, the way pipecat-manager starts one: no ``stt_type`` or
 ``tts_type`` at the top of the request, so no member hears or speaks and
 every reply, greeting and handoff line reaches the harness as text. An
-audio scenario keeps the team's ears and voices.
+audio scenario keeps the team's ears and voices. The harness says only
+whether it will listen to the bot's speech (``judge.modality``), not how it
+will speak (``user.modality``), so a scenario whose caller speaks must
+listen too: a spoken caller with a text judge would talk to a chat session.
 
 Everything else the call talks to is on this machine:
 
