@@ -153,7 +153,10 @@ class EvalBot:
                 await self._policy.start()
             except ExamplePolicyError as e:
                 raise PlaygroundError(str(e)) from e
-        self._runtime = Runtime.create(self._settings(self._cloud))
+        settings = self._settings(self._cloud)
+        # What every scenario's call gets, checked as /run checks it, before any is run.
+        self._plan(str(uuid.uuid4()), voice=False, settings=settings)
+        self._runtime = Runtime.create(settings)
         self._sessions = SessionRegistry(self._runtime, self._build)
         app = FastAPI()
         app.add_api_websocket_route(WS_PATH, self._serve_call)
@@ -217,10 +220,9 @@ class EvalBot:
         voice = not flags.skip_tts
         name = f"call {call_id[:8]} ({'audio' if voice else 'text'})"
         try:
-            request = RunRequest.model_validate(self._request(call_id, voice))
-            plan = plan_call(request, runtime.settings)
-        except (ValidationError, InvalidRequest) as e:
-            _problem(f"{name}: pipecat-manager's /run would be refused: {e}")
+            plan = self._plan(call_id, voice=voice, settings=runtime.settings)
+        except PlaygroundError as e:
+            _problem(f"{name}: {e}")
             await websocket.close(CALL_FAILED, reason="the team's /run request is invalid")
             return
         self._transports[call_id] = EvalSocket.accept(websocket, flags)
@@ -234,6 +236,19 @@ class EvalBot:
         self._echo(f"{name} up")
         await session.finished.wait()
         self._echo(f"{name} ended: {session.end_detail or session.journal.end_reason}")
+
+    def _plan(self, call_id: str, *, voice: bool, settings: Settings) -> CallPlan:
+        """The call's plan, from the /run pipecat-manager would send.
+
+        Raises:
+            PlaygroundError: the runner would refuse that /run, saying why.
+        """
+        try:
+            request = RunRequest.model_validate(self._request(call_id, voice))
+            return plan_call(request, settings)
+        except (ValidationError, InvalidRequest) as e:
+            refused = f"pipecat-manager's /run for this team would be refused: {e}"
+            raise PlaygroundError(refused) from e
 
     def _request(self, call_id: str, voice: bool) -> dict[str, Any]:
         """The /run body pipecat-manager would send: a chat session's when the scenario is text."""

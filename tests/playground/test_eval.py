@@ -133,6 +133,28 @@ def test_a_wrong_expectation_fails_with_exit_1_and_names_the_expectation(tmp_pat
     assert "transfer_to_sales" in failure.group(0)
 
 
+def test_a_team_the_runner_would_refuse_stops_eval_before_any_scenario_runs(
+    tmp_path: Path,
+) -> None:
+    # Real providers (a key is set), and the members' LLM is one whose key is not.
+    team = tmp_path / "grok.yaml"
+    team.write_text((TEAMS / "demo.yaml").read_text().replace("openai.scripted-brain", "grok.x"))
+
+    result = subprocess.run(
+        [str(TEAMRUNNER), "eval", str(team), str(SCENARIOS / "demo.yaml"), "--out", str(tmp_path)],
+        cwd=tmp_path,
+        env={**keyless_environment(), "OPENAI_API_KEY": OPENAI_KEY},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert result.returncode == 1
+    assert "/run for this team would be refused" in result.stderr
+    assert "XAI_API_KEY" in result.stderr
+    assert "passed" not in result.stdout  # pipecat eval never started
+
+
 @pytest.mark.timeout(180)
 def test_eval_bot_serves_the_team_to_pipecats_own_eval_command(tmp_path: Path) -> None:
     bot = subprocess.Popen(
