@@ -37,7 +37,7 @@ import os
 import socket
 import sys
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any, Self
 
@@ -69,7 +69,7 @@ NOT_AN_EVAL = 1008
 CALL_FAILED = 1011
 
 
-def provider_keys(environ: dict[str, str] | None = None) -> list[str]:
+def provider_keys(environ: Mapping[str, str] | None = None) -> list[str]:
     """The provider key variables set in the environment: with any, the real providers run."""
     env = os.environ if environ is None else environ
     return [name for name in key_variables() if env.get(name)]
