@@ -9,8 +9,8 @@ is pipecat's own ``EvalFastAPIWebsocketTransport``, with pipecat's
 ``eval-configure`` and ``eval-cancel`` into frames and sends back only RTVI
 messages (and the bot's audio when asked). The call sends the harness every
 RTVI message pipecat makes by default (``call.rtvi``): the harness reads
-``bot-ready``, ``bot-llm-*``, the function calls and the speaking states, of
-which pipecat-manager reads none.
+``bot-ready``, ``bot-llm-started``, the function calls and the speaking
+states, which pipecat-manager is never sent, besides the bot's words.
 
 Unlike pipecat-manager's media server, the harness hears the bot's audio as
 it is played, so the output is paced in real time, as pipecat's transports
