@@ -48,6 +48,7 @@ from pipecat.processors.aggregators.llm_response_universal import (
     LLMUserAggregatorParams,
 )
 from pipecat.processors.frame_processor import FrameProcessor
+from pipecat.processors.frameworks.rtvi import RTVIProcessor
 
 from routing.services import ServiceBuilder, Slots
 from team_flow import TeamFlow
@@ -63,7 +64,7 @@ from teamrunner.call.observer import CallObserver, ProviderNames
 from teamrunner.call.voice_watch import VoiceWatch
 from teamrunner.config import Settings
 from teamrunner.lifecycle.runtime import Runtime
-from teamrunner.manager.events import ManagerRTVI, rtvi_error
+from teamrunner.manager.events import rtvi_error
 from teamrunner.manager.tools import ToolBridge
 from teamrunner.manager.transport import SAMPLE_RATE
 from teamrunner.observe.journal import CallJournal
@@ -158,10 +159,10 @@ def build_call(
         journal, builder.providers, speaks=plan.speaks, voice=voice, activity=activity
     )
     # RTVI: pipecat's processor, which the worker puts at the head (it handles
-    # what Go sends), and its observer, which sends Go only the events it reads,
-    # straight to its socket: the call's one observer of its own, since pipecat
-    # hands each observer every frame.
-    rtvi = ManagerRTVI(transport.output(), companion=observer)
+    # what the other end sends), and its observer, which sends only the events the
+    # other end reads, straight to the transport's output: the call's one observer
+    # of its own, since pipecat hands each observer every frame.
+    rtvi = transport.rtvi(companion=observer)
     components = [*transport.components(), *builder.components]
     processors = _processors(plan, transport, slots, aggregators, lines, ending, settings)
     worker = _worker(plan, runtime, processors, rtvi, list(observers))
@@ -265,9 +266,12 @@ def _processors(
 ) -> list[FrameProcessor]:
     """The pipeline in order (see the module's drawing)."""
     processors: list[FrameProcessor] = []
+    # A transport may bring an input without caller audio: text alone (send-text).
     caller = transport.input()
-    if caller is not None and slots.stt is not None:
-        processors += [caller, slots.stt]
+    if caller is not None:
+        processors.append(caller)
+    if slots.stt is not None:
+        processors.append(slots.stt)
     processors.append(aggregators.user())
     if plan.hears:
         processors.append(CallerAudioStop())
@@ -292,7 +296,7 @@ def _worker(
     plan: CallPlan,
     runtime: Runtime,
     processors: list[FrameProcessor],
-    rtvi: ManagerRTVI,
+    rtvi: RTVIProcessor,
     observers: list[BaseObserver],
 ) -> PipelineWorker:
     tracing = runtime.settings.tracing

@@ -5,6 +5,8 @@ teamrunner demo --policy [...]   # a receptionist driven by the example remote p
 teamrunner call TEAM.yaml [--say LINE ...] [--caller WAV] [--out DIR]
 teamrunner check TEAM.yaml       # findings and the member graph (Mermaid)
 teamrunner talk TEAM.yaml [--port P]   # talk to the team from the browser (WebRTC)
+teamrunner eval TEAM.yaml SCENARIO.yaml...   # pipecat eval's scenarios; exit 1 if any fails
+teamrunner eval-bot TEAM.yaml [--port P]     # the team for `pipecat eval run --bot-url`
 
 ``demo`` and ``call`` write the call to DIR as a WAV, a JSON transcript and an
 HTML timeline; ``--whisker`` (or ``RUNNER_WHISKER=1``) also serves the call to
@@ -71,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     talk.add_argument(
         "--port", type=int, default=TALK_PORT, help=f"where to serve on 127.0.0.1 ({TALK_PORT})"
     )
+    _add_eval_commands(commands)
     args = parser.parse_args(argv)
     _quiet_logs()
     if args.command == "check":
@@ -83,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
         if status == EXIT_STATUS:
             quit_now(status)
         return status
+    if args.command in ("eval", "eval-bot"):
+        return _eval(args)
     example_policy = args.command == "demo" and args.policy
     demo_team = POLICY_TEAM if example_policy else DEMO_TEAM
     team_path = args.team if args.command == "call" else demo_team
@@ -102,6 +107,55 @@ def main(argv: list[str] | None = None) -> int:
     if status == EXIT_STATUS:
         quit_now(status)  # what was recorded is written: the user asked to leave
     return status
+
+
+def _add_eval_commands(commands: argparse._SubParsersAction) -> None:
+    evaluate = commands.add_parser(
+        "eval", help="run pipecat eval scenario files against a team (exit 1 if any fails)"
+    )
+    evaluate.add_argument("team", type=Path)
+    evaluate.add_argument("scenarios", type=Path, nargs="+", help="scenario files or folders")
+    evaluate.add_argument(
+        "--out", type=Path, default=Path("out/eval"), help="where pipecat eval writes its logs"
+    )
+    evaluate.add_argument("-v", "--verbose", action="store_true", help="every expectation")
+    bot = commands.add_parser("eval-bot", help="serve a team for `pipecat eval run --bot-url`")
+    bot.add_argument("team", type=Path)
+    bot.add_argument("--host", default="127.0.0.1")
+    bot.add_argument("--port", type=int, default=7860, help="7860, pipecat eval's default")
+    for command in (evaluate, bot):
+        command.add_argument(
+            "--simulated",
+            action="store_true",
+            help="the scripted stand-in LLM even when provider keys are set",
+        )
+        command.add_argument(
+            "--example-policy",
+            action="store_true",
+            help="drive the team with the example remote policy service, started for it",
+        )
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from playground.evals import run_scenarios, serve_bot
+    from playground.team_call import PlaygroundError
+
+    team = _load(args.team)
+    if team is None:
+        return 2
+    options = {"simulated": args.simulated, "example_policy": args.example_policy}
+    try:
+        if args.command == "eval-bot":
+            asyncio.run(serve_bot(team, host=args.host, port=args.port, **options))
+            return 0
+        return asyncio.run(
+            run_scenarios(team, args.scenarios, out=args.out, verbose=args.verbose, **options)
+        )
+    except PlaygroundError as e:
+        print(e, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return EXIT_STATUS
 
 
 def _quiet_logs() -> None:

@@ -3,9 +3,11 @@
 The call builder (``run.build_call``) is handed a ``CallTransport`` from
 above and puts its input and output processors at the ends of the pipeline;
 the session (``lifecycle.session``) starts the call once every ``Link`` is
-up and ends it when one closes. In production it is pipecat-manager's two
-websockets (``manager.transport.ManagerSockets``); another kind of caller is
-another transport, not another call.
+up and ends it when one closes. A transport also says which RTVI messages
+the other end reads, by the RTVI processor it makes for the call
+(``call.rtvi``). In production it is pipecat-manager's two websockets
+(``manager.transport.ManagerSockets``); another kind of caller is another
+transport, not another call (pipecat's eval harness: ``playground.eval_transport``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from pipecat.observers.base_observer import BaseObserver
 from pipecat.processors.frame_processor import FrameProcessor
+from pipecat.processors.frameworks.rtvi import RTVIProcessor
 from pipecat.transports.base_transport import BaseTransport
 
 
@@ -24,10 +28,12 @@ class Link:
     Attributes:
         name: What it is, e.g. "input socket".
         peer: Who is at the other end, e.g. "pipecat-manager".
-        events: Fires ``on_connected`` and ``on_disconnected`` (a pipecat transport).
+        events: Fires ``connected`` and ``disconnected`` (a pipecat transport).
         processor: Its processor in the pipeline, whose errors say why it did not connect.
         address: Where it connects to, as an operator would look it up.
         hint: What to check when it does not connect.
+        connected: The name of the event ``events`` fires once it is up.
+        disconnected: The name of the event ``events`` fires once it is down.
     """
 
     name: str
@@ -36,6 +42,9 @@ class Link:
     processor: FrameProcessor
     address: str
     hint: str
+    # pipecat's client transports name them so; its server transports say on_client_...
+    connected: str = "on_connected"
+    disconnected: str = "on_disconnected"
 
 
 class CallTransport(Protocol):
@@ -58,4 +67,12 @@ class CallTransport(Protocol):
 
     def links(self) -> list[Link]:
         """Its connections: the call starts once every one is up, and ends when one closes."""
+        ...
+
+    def rtvi(self, companion: BaseObserver) -> RTVIProcessor:
+        """The call's RTVI processor, sending what the other end reads to ``output()``.
+
+        Args:
+            companion: The call's own observer, handed every frame first (``call.rtvi``).
+        """
         ...

@@ -6,6 +6,7 @@ lifecycle: each gets what it needs when it is made.
 
 ::
 
+    rtvi.py           the RTVI messages a call sends the other end of its transport
     lines.py          lines the runner says itself (greetings, handoff lines, nudges, goodbyes)
     playout.py        when the caller hears the bot: the media server's playout, mirrored
     heard.py          what the caller heard of an interrupted reply

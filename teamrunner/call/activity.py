@@ -5,8 +5,8 @@ for activity with an observer of its own, and pipecat gives every observer a
 queue and a task and hands it every frame each processor processes. Measured
 with ``bench/load_profile.py`` (BENCHMARKS.md section 5), that observer and
 the call's journal observer together cost about a seventh of a voice call's
-CPU. So the call's journal observer (``teamrunner.call.observer.CallObserver``,
-handed each frame by the call's one registered observer, ``ManagerEvents``)
+CPU. So the call's one registered observer (``teamrunner.call.rtvi.CallEvents``)
+hands each frame to its journal observer (``teamrunner.call.observer.CallObserver``), which
 feeds this watch, and the session ends the call when ``idle()`` returns.
 """
 

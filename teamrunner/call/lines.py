@@ -8,8 +8,9 @@ a transition queues its handoff line before it switches the voice). A line
 is three things:
 
 * pipecat-manager's transcript: a ``SpokenLineFrame``, which
-  ``ManagerEvents`` turns into the RTVI messages Go reads for the bot's words
-  (``bot-llm-text``, ``bot-transcription``, ``bot-llm-stopped``), in order
+  ``teamrunner.call.rtvi.CallEvents`` turns into the RTVI messages for the
+  bot's words (to Go: ``bot-llm-text``, ``bot-transcription``,
+  ``bot-llm-stopped``), in order
   with the call's other events, whether or not the call speaks;
 * in a call that speaks, a ``TTSSpeakFrame`` (what pipecat.flows' ``tts_say``
   queues), spoken in the active voice and, when the line is to be

@@ -10,7 +10,7 @@ the bot's first words after a handoff, (``VoiceWatch``) a voice that
 stops producing audio, and (``ActivityWatch``) how long the call has been idle.
 
 It is not registered with the pipeline worker itself: the call's RTVI
-observer (``ManagerEvents``) hands it each frame, so every frame of a call
+observer (``teamrunner.call.rtvi.CallEvents``) hands it each frame, so every frame of a call
 goes through one observer queue and task, not one per observer.
 """
 

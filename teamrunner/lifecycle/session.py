@@ -208,11 +208,11 @@ class Session:
         assert self.call is not None
         for link in self.call.transport.links():
 
-            @link.events.event_handler("on_connected")
+            @link.events.event_handler(link.connected)
             async def on_connected(transport, websocket, link=link):
                 self._connected.add(link.name)
 
-            @link.events.event_handler("on_disconnected")
+            @link.events.event_handler(link.disconnected)
             async def on_disconnected(transport, websocket, link=link):
                 self._connected.discard(link.name)
                 self.end_soon(EndReason.HUNG_UP, f"{link.peer} closed the {link.name}")

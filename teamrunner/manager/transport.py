@@ -40,6 +40,7 @@ from pipecat.frames.frames import (
     StartFrame,
     TextFrame,
 )
+from pipecat.observers.base_observer import BaseObserver
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.serializers.protobuf import ProtobufFrameSerializer
 from pipecat.transports.base_transport import BaseTransport
@@ -51,6 +52,7 @@ from pipecat.transports.websocket.client import (
     WebsocketClientTransport,
 )
 
+from teamrunner.manager.events import ManagerRTVI
 from teamrunner.manager.urls import socket_url
 from teamrunner.observe.redaction import Redactor
 from teamrunner.pipecat_internals.websocket_client import UnpacedClientOutput, WebsocketClient
@@ -194,7 +196,7 @@ class ManagerSockets:
     """A call's two websockets to pipecat-manager: its transport in production.
 
     ``input_socket`` is None for a text session. It is what
-    ``lifecycle.session.CallTransport`` asks of a transport.
+    ``teamrunner.transport.CallTransport`` asks of a transport.
     """
 
     input_socket: InputSocket | None
@@ -229,6 +231,9 @@ class ManagerSockets:
             )
             for direction, socket, processor in sockets
         ]
+
+    def rtvi(self, companion: BaseObserver) -> ManagerRTVI:
+        return ManagerRTVI(self.output(), companion=companion)
 
 
 def open_sockets(

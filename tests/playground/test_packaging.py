@@ -53,6 +53,7 @@ def test_the_wheel_holds_the_runtime_the_command_its_simulators_and_the_demo_tea
 
     assert {"main.py", "run.py", "team_flow.py", "playground/teams/demo.yaml"} <= files
     assert "playground/talk.html" in files
+    assert {"playground/scenarios/demo.yaml", "playground/scenarios/receptionist.yaml"} <= files
     for package in ("routing", "teamrunner", "teamrunner/manager", "simulators", "playground"):
         assert any(re.fullmatch(rf"{package}/[a-z_]+\.py", name) for name in files), package
     assert not any(name.startswith(("tests/", "bench/")) for name in files)
