@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import signal
 import subprocess
-import sys
-import threading
 import time
 import wave
 from collections.abc import Iterator
@@ -22,7 +19,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-TEAMRUNNER = Path(sys.executable).with_name("teamrunner")
+from short_call import TEAMRUNNER, Command, environment
+
 # The exit status a shell reports for a command ended by Ctrl-C (128 + SIGINT).
 INTERRUPTED = 130
 
@@ -59,69 +57,31 @@ TEAM = {
 }
 
 
-class Command:
+class CallCommand(Command):
     """``teamrunner call`` on ``TEAM`` in a process of its own, its stdout read line by line."""
 
     def __init__(self, tmp_path: Path) -> None:
         team = tmp_path / "long.yaml"
         team.write_text(yaml.safe_dump(TEAM, sort_keys=False))
         self.out = tmp_path / "out"
-        self.stderr = tmp_path / "stderr.txt"
-        env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-        with self.stderr.open("w") as stderr:
-            self.process = subprocess.Popen(
-                [str(TEAMRUNNER), "call", str(team), "--out", str(self.out)],
-                cwd=tmp_path,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-                text=True,
-            )
-        self.lines: list[str] = []
-        self._lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self._lines.put(line.rstrip("\n"))
-        self._lines.put(None)
-
-    def wait_for_line(self, text: str, timeout: float = 60) -> str:
-        """The first line of stdout (from now on) that contains ``text``."""
-        deadline = time.monotonic() + timeout
-        while (left := deadline - time.monotonic()) > 0:
-            try:
-                line = self._lines.get(timeout=left)
-            except queue.Empty:
-                break
-            if line is None:
-                break
-            self.lines.append(line)
-            if text in line:
-                return line
-        pytest.fail(f"no line with {text!r} on stdout; got {self.lines}; {self.errors()}")
+        argv = [str(TEAMRUNNER), "call", str(team), "--out", str(self.out)]
+        super().__init__(argv, tmp_path, environment())
 
     def interrupt(self) -> float:
         """Send SIGINT (Ctrl-C); returns when it was sent."""
         self.process.send_signal(signal.SIGINT)
         return time.monotonic()
 
-    def errors(self) -> str:
-        return f"stderr: {self.stderr.read_text()[-3000:]}"
-
 
 @pytest.fixture
-def command(tmp_path: Path) -> Iterator[Command]:
-    running = Command(tmp_path)
+def command(tmp_path: Path) -> Iterator[CallCommand]:
+    running = CallCommand(tmp_path)
     yield running
-    if running.process.poll() is None:
-        running.process.kill()
-        running.process.wait()
+    running.kill()
 
 
 def test_ctrl_c_ends_a_call_within_a_second_and_writes_what_was_recorded(
-    command: Command,
+    command: CallCommand,
 ) -> None:
     command.wait_for_line("call up in")
     # The greeting has been heard and the caller has spoken: the team is answering.
@@ -152,7 +112,7 @@ def test_ctrl_c_ends_a_call_within_a_second_and_writes_what_was_recorded(
 
 
 def test_a_second_ctrl_c_quits_at_once_while_the_first_is_still_writing(
-    command: Command,
+    command: CallCommand,
 ) -> None:
     # A named pipe nobody reads: writing the recording blocks for as long as we like.
     command.out.mkdir()
