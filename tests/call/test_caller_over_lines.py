@@ -8,6 +8,12 @@ design: ``call.ending``), and pipecat's STT hears caller audio whatever the
 bot is doing, so the words must come out as the caller's turn, answered by
 the member that has the call. The lines themselves stay interruptible, as they
 are today: a caller who talks over one cuts it off.
+
+Under heavy load a recogniser can fall so far behind that pipecat's user-turn
+watchdog (``user_turn_stop_timeout``, 5 s after the caller's last sound) ends
+the turn before its transcript comes; the late words then start a turn of
+their own and are answered. That is guarded here too, with the Deepgram
+simulator holding its final transcripts back.
 """
 
 from __future__ import annotations
@@ -121,3 +127,26 @@ async def test_words_said_over_a_handoff_line_are_answered_by_the_next_member(
         lambda: any(ends_with_the_callers_words(r) for r in cloud.grok.requests), 15
     )
     await call.wait(lambda c: ANSWER in c.bot_llm_text(), 15, "billing's answer")
+
+
+async def test_words_over_a_nudge_whose_transcript_comes_late_still_reach_the_llm(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    # A recogniser so far behind (a loaded machine) that pipecat's user-turn
+    # watchdog (5 s after the caller's last sound) ends the caller's turn with no
+    # words; when the turn had cut a line off, pipecat may have the model ask
+    # the caller to repeat. The words, when they come, are a turn of their own.
+    cloud.deepgram.final_delay = 7.0
+    nudge = "Are you still there? Take your time, I will wait here while you find what you need."
+    cloud.openai.push(Reply.say("Hello."), Reply.say(ANSWER), Reply.say(ANSWER))
+    call = cloud.manager.expect_call(CALL_ID, caller=Caller(Caller.silence(0.5)))
+    body = voice_request(idle=idle(nudge), tools=[])
+    assert (await http.post(f"{runner.url}/run", json=body)).status_code == 200
+    await call.wait(lambda c: nudge in c.bot_llm_text(), 15, "the nudge")
+
+    await caller_says(cloud, WORDS, call_id=CALL_ID)
+
+    await cloud.openai.wait_until(
+        lambda: any(ends_with_the_callers_words(r) for r in cloud.openai.requests), 20
+    )
+    await call.wait(lambda c: ANSWER in c.bot_llm_text(), 15, "the answer")
