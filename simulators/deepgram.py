@@ -16,6 +16,8 @@ A test can drop the sockets mid-call (``close_connections``, as Deepgram does
 when it closes a stream) and keep the next handshakes waiting
 (``hold_handshakes`` until ``release_handshakes``), so a client's socket stays
 down for as long as the test needs; ``handshakes`` says when each one came.
+It can also send each final transcript ``final_delay`` seconds late, as a
+recogniser that has fallen behind does.
 
 It holds no other Deepgram API (no pre-recorded ``/v1/listen`` POST, no TTS).
 """
@@ -210,6 +212,7 @@ class DeepgramSimulator(ProviderSimulator[ListenConnection]):
         transcripts: list[str] | None = None,
         *,
         interim: bool = True,
+        final_delay: float = 0.0,
         speech_rms: float = DEFAULT_SPEECH_RMS,
         silence_ms: int = DEFAULT_SILENCE_MS,
         on_event: Callable[[str], None] | None = None,
@@ -217,6 +220,9 @@ class DeepgramSimulator(ProviderSimulator[ListenConnection]):
         super().__init__(on_event=on_event)
         self.script = TranscriptScript(transcripts)
         self.interim = interim
+        #: Seconds a final transcript comes after its utterance ends, as from a
+        #: recogniser that has fallen behind; interim results are not held back.
+        self.final_delay = final_delay
         self.speech_rms = speech_rms
         self.silence_ms = silence_ms
         #: When each handshake arrived (``time.monotonic()``), held and refused ones included.
@@ -307,13 +313,18 @@ class _ListenSession:
             conn.sample_rate, sim.speech_rms, _silence_seconds(sim.silence_ms, query)
         )
         self._interims_this_utterance = 0
+        self._late_answers: set[asyncio.Task[None]] = set()
 
     async def run(self) -> None:
-        async for message in self._ws:
-            if message.type == WSMsgType.BINARY:
-                await self._on_audio(message.data)
-            elif message.type == WSMsgType.TEXT and await self._on_control(message.data):
-                return
+        try:
+            async for message in self._ws:
+                if message.type == WSMsgType.BINARY:
+                    await self._on_audio(message.data)
+                elif message.type == WSMsgType.TEXT and await self._on_control(message.data):
+                    return
+        finally:
+            for task in self._late_answers:
+                task.cancel()
 
     async def _on_audio(self, pcm: bytes) -> None:
         self._conn.audio_bytes += len(pcm)
@@ -369,6 +380,18 @@ class _ListenSession:
         await self._send_results(partial, words, event.start, duration, False, False, False)
 
     async def _answer(self, ended: SpeechEnded, from_finalize: bool) -> None:
+        if self._sim.final_delay > 0:
+            task = asyncio.create_task(self._answer_late(ended, from_finalize))
+            self._late_answers.add(task)
+            task.add_done_callback(self._late_answers.discard)
+            return
+        await self._answer_now(ended, from_finalize)
+
+    async def _answer_late(self, ended: SpeechEnded, from_finalize: bool) -> None:
+        await asyncio.sleep(self._sim.final_delay)
+        await self._answer_now(ended, from_finalize)
+
+    async def _answer_now(self, ended: SpeechEnded, from_finalize: bool) -> None:
         transcript = self._script.take()
         if transcript is None:
             self._conn.unanswered_utterances += 1

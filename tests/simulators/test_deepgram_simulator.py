@@ -8,6 +8,7 @@ loopback and checks what came out and what the simulator recorded.
 from __future__ import annotations
 
 import asyncio
+import time
 
 import numpy as np
 import pytest
@@ -104,6 +105,21 @@ async def test_utterances_past_the_end_of_the_script_go_unanswered_until_more_is
 
     assert [f.text for f in call.of_type(TranscriptionFrame)] == ["only one", "and another"]
     assert sim.transcripts_sent == ["only one", "and another"]
+
+
+async def test_a_final_delay_holds_final_transcripts_back_but_not_interims():
+    async with DeepgramSimulator(["Hello there."], final_delay=1.0) as sim:
+        stt = DeepgramSTTService(api_key="k", base_url=sim.ws_url)
+        async with Call(stt) as call:
+            await call.send(audio_frames(caller_audio(0.6)))
+            await call.wait_for(lambda: bool(call.of_type(InterimTranscriptionFrame)))
+            await call.send([VADUserStoppedSpeakingFrame()])
+            finalized_at = time.monotonic()
+            await call.wait_for(lambda: bool(call.of_type(TranscriptionFrame)))
+            answered_at = time.monotonic()
+
+    assert [f.text for f in call.of_type(TranscriptionFrame)] == ["Hello there."]
+    assert answered_at - finalized_at >= 1.0
 
 
 async def test_deepgram_sdk_reads_results_utterance_end_and_metadata(deepgram):
