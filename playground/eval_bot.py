@@ -68,10 +68,10 @@ from teamrunner.lifecycle.runtime import Runtime
 from teamrunner.lifecycle.session import BuiltCall
 from teamrunner.observe.journal import CallJournal, EndReason
 from teamrunner.plan import CallPlan, function_name, plan_call
+from teamrunner.providers import key_variables
 
 if TYPE_CHECKING:
     from playground.whisker import Whisker
-from teamrunner.providers import key_variables
 
 # The path pipecat's dev runner serves its eval websocket at, and `pipecat eval run`'s default.
 WS_PATH = "/ws"
