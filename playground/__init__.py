@@ -14,7 +14,8 @@ pipecat's eval harness over ``eval_transport.py``, ``eval_services.py`` gives it
 judge a key, and ``scenarios/`` holds example scenario files. ``talk.py`` serves a
 team to a browser (``talk.html``) over pipecat's SmallWebRTC transport, the call's
 transport being ``browser_peer.py``, with ``talk_events.py`` telling the page who
-said what. ``timeline/`` draws a call as an HTML timeline, and ``whisker.py``
+said what. ``timeline/`` draws a call as an HTML timeline, ``watch.py`` gives a designer's call its
+timeline and Whisker's observer, and ``whisker.py``
 serves a call to pipecat's Whisker debugger. Nothing in the runner imports this
 package, and the production image leaves it out together with the simulators.
 """

@@ -4,13 +4,15 @@ teamrunner demo [--say LINE ...] [--out DIR]   # the embedded default: no keys, 
 teamrunner demo --policy [...]   # a receptionist driven by the example remote policy service
 teamrunner call TEAM.yaml [--say LINE ...] [--caller WAV] [--out DIR]
 teamrunner check TEAM.yaml       # findings and the member graph (Mermaid)
-teamrunner talk TEAM.yaml [--port P]   # talk to the team from the browser (WebRTC)
-teamrunner eval TEAM.yaml SCENARIO.yaml...   # pipecat eval's scenarios; exit 1 if any fails
-teamrunner eval-bot TEAM.yaml [--port P]     # the team for `pipecat eval run --bot-url`
+teamrunner talk TEAM.yaml [--port P] [--out DIR]    # talk to the team from the browser (WebRTC)
+teamrunner eval TEAM.yaml SCENARIO.yaml... [--out DIR]  # pipecat eval's scenarios; exit 1: a fail
+teamrunner eval-bot TEAM.yaml [--port P] [--out DIR]     # the team for `pipecat eval run --bot-url`
 
 ``demo`` and ``call`` write the call to DIR as a WAV, a JSON transcript and an
-HTML timeline; ``--whisker`` (or ``RUNNER_WHISKER=1``) also serves the call to
-pipecat's Whisker debugger (``whisker.py``).
+HTML timeline; ``eval``, ``eval-bot`` and ``talk`` write each call's HTML
+timeline to DIR (``watch.py``). On all five, ``--whisker`` (or
+``RUNNER_WHISKER=1``) also serves the calls to pipecat's Whisker debugger
+(``whisker.py``).
 
 (``python -m playground`` is the same command.) Ctrl-C during a call hangs
 up and writes what was recorded, exiting with 130 (``talk`` ends its calls);
@@ -24,6 +26,7 @@ import asyncio
 import contextlib
 import os
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,6 +34,7 @@ from playground.interrupt import EXIT_STATUS, quit_now
 
 if TYPE_CHECKING:
     from playground.teamfile import TeamFile
+    from playground.whisker import Whisker
 
 # The demo's teams ship inside the package, so an installed command finds them.
 DEMO_TEAM = Path(__file__).resolve().parent / "teams" / "demo.yaml"
@@ -60,12 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument(
             "--out", type=Path, default=Path("out"), help="where to write the call (out)"
         )
-        command.add_argument(
-            "--whisker",
-            action="store_true",
-            help="serve the call to pipecat's Whisker debugger on ws://localhost:9090 "
-            "(RUNNER_WHISKER_PORT), and record it to DIR/NAME.whisk (also: RUNNER_WHISKER=1)",
-        )
+        _add_whisker(command)
     check = commands.add_parser("check", help="check a team file and draw its member graph")
     check.add_argument("team", type=Path)
     talk = commands.add_parser("talk", help="talk to a team from the browser, over WebRTC")
@@ -73,6 +72,13 @@ def main(argv: list[str] | None = None) -> int:
     talk.add_argument(
         "--port", type=int, default=TALK_PORT, help=f"where to serve on 127.0.0.1 ({TALK_PORT})"
     )
+    talk.add_argument(
+        "--out",
+        type=Path,
+        default=Path("out/talk"),
+        help="where to write each call's timeline (out/talk)",
+    )
+    _add_whisker(talk)
     _add_eval_commands(commands)
     args = parser.parse_args(argv)
     _quiet_logs()
@@ -80,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         return _check(args.team)
     if args.command == "talk":
         try:
-            status = asyncio.run(_talk(args.team, args.port))
+            status = asyncio.run(_talk(args.team, args.port, args.out, whisker=args.whisker))
         except KeyboardInterrupt:
             status = EXIT_STATUS
         if status == EXIT_STATUS:
@@ -109,6 +115,15 @@ def main(argv: list[str] | None = None) -> int:
     return status
 
 
+def _add_whisker(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--whisker",
+        action="store_true",
+        help="serve the calls to pipecat's Whisker debugger on ws://localhost:9090 "
+        "(RUNNER_WHISKER_PORT), and record them to DIR/TEAM.whisk (also: RUNNER_WHISKER=1)",
+    )
+
+
 def _add_eval_commands(commands: argparse._SubParsersAction) -> None:
     evaluate = commands.add_parser(
         "eval", help="run pipecat eval scenario files against a team (exit 1 if any fails)"
@@ -116,14 +131,24 @@ def _add_eval_commands(commands: argparse._SubParsersAction) -> None:
     evaluate.add_argument("team", type=Path)
     evaluate.add_argument("scenarios", type=Path, nargs="+", help="scenario files or folders")
     evaluate.add_argument(
-        "--out", type=Path, default=Path("out/eval"), help="where pipecat eval writes its logs"
+        "--out",
+        type=Path,
+        default=Path("out/eval"),
+        help="where pipecat eval writes its logs, and each scenario's timeline (out/eval)",
     )
     evaluate.add_argument("-v", "--verbose", action="store_true", help="every expectation")
     bot = commands.add_parser("eval-bot", help="serve a team for `pipecat eval run --bot-url`")
     bot.add_argument("team", type=Path)
     bot.add_argument("--host", default="127.0.0.1")
     bot.add_argument("--port", type=int, default=7860, help="7860, pipecat eval's default")
+    bot.add_argument(
+        "--out",
+        type=Path,
+        default=Path("out/eval"),
+        help="where to write each call's timeline (out/eval)",
+    )
     for command in (evaluate, bot):
+        _add_whisker(command)
         command.add_argument(
             "--simulated",
             action="store_true",
@@ -137,25 +162,53 @@ def _add_eval_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def _eval(args: argparse.Namespace) -> int:
+    from playground import whisker as debugger
     from playground.evals import run_scenarios, serve_bot
     from playground.team_call import PlaygroundError
 
     team = _load(args.team)
     if team is None:
         return 2
-    options = {"simulated": args.simulated, "example_policy": args.example_policy}
+
+    async def evaluate() -> int:
+        async with _whisker(args.whisker, args.out / f"{args.team.stem}.whisk") as whisker:
+            options = {
+                "simulated": args.simulated,
+                "example_policy": args.example_policy,
+                "whisker": whisker,
+            }
+            if args.command == "eval-bot":
+                await serve_bot(team, host=args.host, port=args.port, out=args.out, **options)
+                return 0
+            return await run_scenarios(
+                team, args.scenarios, out=args.out, verbose=args.verbose, **options
+            )
+
     try:
-        if args.command == "eval-bot":
-            asyncio.run(serve_bot(team, host=args.host, port=args.port, **options))
-            return 0
-        return asyncio.run(
-            run_scenarios(team, args.scenarios, out=args.out, verbose=args.verbose, **options)
-        )
-    except PlaygroundError as e:
+        return asyncio.run(evaluate())
+    except (PlaygroundError, debugger.WhiskerError) as e:
         print(e, file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return EXIT_STATUS
+
+
+@contextlib.asynccontextmanager
+async def _whisker(flag: bool, recording: Path) -> AsyncIterator[Whisker | None]:
+    """pipecat's Whisker, serving while the block runs, when asked for; else None.
+
+    Raises:
+        WhiskerError: it cannot be served as asked.
+    """
+    from playground import whisker as debugger
+    from playground.team_call import print_flush
+
+    if not debugger.wanted(flag):
+        yield None
+        return
+    async with debugger.Whisker(recording, port=debugger.port_from_env()) as served:
+        print_flush(f"Whisker: {served.url} (recording {recording})")
+        yield served
 
 
 def _quiet_logs() -> None:
@@ -217,7 +270,8 @@ def _checked(path: Path) -> TeamFile | None:
     return team
 
 
-async def _talk(path: Path, port: int) -> int:
+async def _talk(path: Path, port: int, out: Path, *, whisker: bool) -> int:
+    from playground import whisker as debugger
     from playground.interrupt import Interrupt
     from playground.talk import Talk, real_providers
     from playground.team_call import PlaygroundError, print_flush
@@ -226,7 +280,10 @@ async def _talk(path: Path, port: int) -> int:
     if team is None:
         return 1
     try:
-        async with Talk(team, port=port, echo=print_flush) as talk:
+        async with (
+            _whisker(whisker, out / f"{path.stem}.whisk") as served,
+            Talk(team, port=port, echo=print_flush, out=out, whisker=served) as talk,
+        ):
             real = real_providers(os.environ)
             llm = (
                 "the providers of the keys set"
@@ -241,7 +298,7 @@ async def _talk(path: Path, port: int) -> int:
             notice = "interrupted: ending the calls (Ctrl-C again to quit at once)"
             with Interrupt(notice) as interrupt:
                 await interrupt.hangup.wait()
-    except PlaygroundError as e:
+    except (PlaygroundError, debugger.WhiskerError) as e:
         print(e, file=sys.stderr)
         return 1
     except OSError as e:
@@ -263,6 +320,7 @@ async def _call(
     from playground import whisker as debugger
     from playground.interrupt import Interrupt
     from playground.team_call import PlaygroundError, print_flush, run_team
+    from playground.watch import timeline_written
 
     team = _load(path)
     if team is None:
@@ -275,14 +333,7 @@ async def _call(
         return 1
     try:
         with Interrupt() as interrupt:
-            async with contextlib.AsyncExitStack() as stack:
-                served = None
-                if debugger.wanted(whisker):
-                    recording = out / f"{path.stem}.whisk"
-                    served = await stack.enter_async_context(
-                        debugger.Whisker(recording, port=debugger.port_from_env())
-                    )
-                    print_flush(f"Whisker: {served.url} (recording {recording})")
+            async with _whisker(whisker, out / f"{path.stem}.whisk") as served:
                 report = await run_team(
                     team,
                     say=say,
@@ -300,7 +351,7 @@ async def _call(
     print_flush(f"\nwrote {report.wav} (left: caller, right: what the caller heard)")
     print_flush(f"wrote {report.transcript}")
     if report.timeline is not None:
-        print_flush(f"wrote {report.timeline} (the call's timeline: open it in a browser)")
+        print_flush(timeline_written(Path(report.timeline)))
     return EXIT_STATUS if report.interrupted else 0
 
 

@@ -27,6 +27,12 @@ Everything else the call talks to is on this machine:
   team's own providers and models run, as in production, with only
   pipecat-manager simulated. ``simulated=True`` keeps the stand-in whatever
   the environment holds.
+
+Each call is watched (``watch.CallWatch``): given an ``out`` folder, its
+timeline is written there once it ends, named by the next of ``names``
+(``eval`` passes its scenarios' names, in the order the harness runs them)
+or else by its number (``call-01.html``); and its frames go to pipecat's
+Whisker when a ``whisker`` serves.
 """
 
 from __future__ import annotations
@@ -37,18 +43,21 @@ import os
 import socket
 import sys
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
-from typing import Any, Self
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
 
 import uvicorn
 from fastapi import FastAPI, WebSocket
+from pipecat.evals.serializer import EvalConnectionFlags
 from pydantic import ValidationError
 
 from playground.eval_transport import EvalSocket, NotAnEval, read_eval_connect
 from playground.policy_service import ExamplePolicy, ExamplePolicyError
 from playground.team_call import PlaygroundError, check_simulable, simulated_cloud
 from playground.teamfile import TeamFile, run_request
+from playground.watch import CallWatch, build_watched, timeline_written
 from simulators.cloud import Cloud
 from simulators.manager import ToolResult
 from teamrunner.config import Settings
@@ -60,6 +69,9 @@ from teamrunner.lifecycle.session import BuiltCall
 from teamrunner.observe.journal import CallJournal, EndReason
 from teamrunner.plan import CallPlan, function_name, plan_call
 from teamrunner.providers import key_variables
+
+if TYPE_CHECKING:
+    from playground.whisker import Whisker
 
 # The path pipecat's dev runner serves its eval websocket at, and `pipecat eval run`'s default.
 WS_PATH = "/ws"
@@ -85,8 +97,12 @@ class EvalBot:
         simulated: Use the scripted stand-in LLM even when provider keys are set.
         example_policy: Replace the team's remote policy with the example service,
             started for the bot (as ``teamrunner demo --policy`` does).
-        echo: Called with one line per call the harness starts and ends (a call that
-            cannot start is also printed on stderr, whatever ``echo`` does).
+        echo: Called with one line per call the harness starts and ends, and per timeline
+            written (a call that cannot start is also printed on stderr, whatever
+            ``echo`` does).
+        out: Where each call's timeline is written (None: nowhere).
+        names: The names of the timelines of the first calls, in order (``.html`` added).
+        whisker: pipecat's Whisker, serving, to send every call's frames to.
 
     Raises:
         PlaygroundError: (on start) the team cannot run here as asked.
@@ -101,6 +117,9 @@ class EvalBot:
         simulated: bool = False,
         example_policy: bool = False,
         echo: Callable[[str], None] = print,
+        out: Path | None = None,
+        names: Iterable[str] = (),
+        whisker: Whisker | None = None,
     ) -> None:
         self.team = team
         self.real = not simulated and bool(provider_keys())
@@ -118,8 +137,17 @@ class EvalBot:
         self._sessions: SessionRegistry | None = None
         self._server: _Server | None = None
         self._serving: asyncio.Task[None] | None = None
-        # Each call's transport, from its connection until the call builder takes it.
-        self._transports: dict[str, EvalSocket] = {}
+        self._out = out
+        self._names = iter(names)
+        self._whisker = whisker
+        # Each call's transport and watch, from its connection until the call builder
+        # takes them.
+        self._transports: dict[str, tuple[EvalSocket, CallWatch]] = {}
+        self._calls = 0
+        # The calls in progress, each done once it ended and its timeline is written.
+        self._in_progress: set[asyncio.Future[None]] = set()
+        # The timelines written, in the order the calls ended.
+        self.timelines: list[Path] = []
 
     @property
     def llm(self) -> str:
@@ -213,6 +241,18 @@ class EvalBot:
         except NotAnEval as e:
             await websocket.close(NOT_AN_EVAL, reason=str(e))
             return
+        # Named as it connects: the harness runs its scenarios one at a time, in order.
+        self._calls += 1
+        timeline = next(self._names, None) or f"call-{self._calls:02d}"
+        ended = asyncio.get_running_loop().create_future()
+        self._in_progress.add(ended)
+        try:
+            await self._call(websocket, flags, timeline)
+        finally:
+            ended.set_result(None)
+            self._in_progress.discard(ended)
+
+    async def _call(self, websocket: WebSocket, flags: EvalConnectionFlags, timeline: str) -> None:
         cloud, runtime, sessions = self._cloud, self._runtime, self._sessions
         assert cloud is not None and runtime is not None and sessions is not None, "not started"
         call_id = str(uuid.uuid4())
@@ -225,7 +265,8 @@ class EvalBot:
             _problem(f"{name}: {e}")
             await websocket.close(CALL_FAILED, reason="the team's /run request is invalid")
             return
-        self._transports[call_id] = EvalSocket.accept(websocket, flags)
+        watch = CallWatch(self._whisker)
+        self._transports[call_id] = (EvalSocket.accept(websocket, flags), watch)
         try:
             session = await sessions.start(plan)
         except StartError as e:
@@ -236,6 +277,20 @@ class EvalBot:
         self._echo(f"{name} up")
         await session.finished.wait()
         self._echo(f"{name} ended: {session.end_detail or session.journal.end_reason}")
+        if self._out is not None:
+            title = f"{self.team.name or self.team.team.id}: {timeline}"
+            path = self._out / f"{timeline}.html"
+            if await asyncio.to_thread(watch.write, path, title=title) is not None:
+                self.timelines.append(path)
+                self._echo(timeline_written(path))
+
+    async def calls_ended(self, timeout: float) -> None:
+        """Wait, up to ``timeout`` seconds, until every call in progress has ended.
+
+        A call ends once the harness disconnects, and its timeline is written then.
+        """
+        if self._in_progress:
+            await asyncio.wait(set(self._in_progress), timeout=timeout)
 
     def _plan(self, call_id: str, *, voice: bool, settings: Settings) -> CallPlan:
         """The call's plan, from the /run pipecat-manager would send.
@@ -261,9 +316,8 @@ class EvalBot:
 
     def _build(self, plan: CallPlan, runtime: Runtime, journal: CallJournal) -> BuiltCall:
         """``run.build_call`` over the harness's websocket (``main.build_call``'s counterpart)."""
-        import run
-
-        return run.build_call(plan, runtime, journal, self._transports.pop(plan.id))
+        transport, watch = self._transports.pop(plan.id)
+        return build_watched(plan, runtime, journal, transport, watch)
 
 
 def _problem(line: str) -> None:

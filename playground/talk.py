@@ -28,6 +28,11 @@ answer from the team file's ``tool_results`` on the pipecat-manager
 simulator, as in ``teamrunner call``, which also takes the member-switched
 notices.
 
+Each call is watched (``watch.CallWatch``): once it ends, its timeline is
+written to ``out`` as ``call-01.html``, ``call-02.html``, ... in the order the
+calls came up; and its frames go to pipecat's Whisker when a ``whisker``
+serves.
+
 Providers: a provider whose key is in the environment (``OPENAI_API_KEY``,
 ``DEEPGRAM_API_KEY``, ...) is the real one; any other is its simulator, so on
 the embedded default (Whisper, Piper, espeak) the LLM is the scripted
@@ -46,7 +51,8 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from importlib import resources
-from typing import Any, Self
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
 
 import uvicorn
 from fastapi import FastAPI
@@ -64,6 +70,7 @@ from playground.browser_peer import BrowserPeer, PeerNotConnected, peer_connecte
 from playground.talk_events import TalkEvents
 from playground.team_call import PlaygroundError, check_simulable, simulated_cloud
 from playground.teamfile import TeamFile, run_request
+from playground.watch import CallWatch, build_watched, timeline_written
 from simulators.cloud import KEYS, Cloud
 from simulators.manager import ToolResult
 from teamrunner.config import Settings
@@ -74,6 +81,9 @@ from teamrunner.lifecycle.session import BuiltCall, Session
 from teamrunner.lifecycle.warmup import WarmUp
 from teamrunner.observe.journal import CallJournal, EndReason
 from teamrunner.plan import CallPlan, function_name, plan_call
+
+if TYPE_CHECKING:
+    from playground.whisker import Whisker
 
 # How long a browser that sent its offer may take to connect its peer.
 CONNECT_TIMEOUT_SECS = 30.0
@@ -135,6 +145,8 @@ class Talk:
         port: Where to serve on 127.0.0.1 (0: any free port).
         echo: Prints the conversation and what the server does.
         environ: Where provider keys are looked up (default: ``os.environ``).
+        out: Where each call's timeline is written once it ends (None: nowhere).
+        whisker: pipecat's Whisker, serving, to send every call's frames to.
     """
 
     def __init__(
@@ -144,9 +156,13 @@ class Talk:
         port: int = 0,
         echo: Callable[[str], None] = print,
         environ: Mapping[str, str] | None = None,
+        out: Path | None = None,
+        whisker: Whisker | None = None,
     ) -> None:
         self.team = team
         self.echo = echo
+        self._out = out
+        self._whisker = whisker
         self._environ = dict(os.environ if environ is None else environ)
         if not self._environ.get("GOOGLE_API_KEY"):
             check_simulable(team)
@@ -168,6 +184,8 @@ class Talk:
         self._calls: set[asyncio.Task[None]] = set()
         self.sessions: list[Session] = []
         self.events: list[TalkEvents] = []
+        # The timelines written, in the order the calls ended.
+        self.timelines: list[Path] = []
 
     @property
     def url(self) -> str:
@@ -289,13 +307,17 @@ class Talk:
         plan = self._plan(str(uuid.uuid4()))
         peer = BrowserPeer(connection)
         events = TalkEvents(plan, peer.output(), self.echo)
+        watch = CallWatch(self._whisker)
+        name = f"call-{len(self.sessions) + 1:02d}"
 
         def build(plan: CallPlan, runtime: Runtime, journal: CallJournal) -> BuiltCall:
-            import run
+            return build_watched(plan, runtime, journal, peer, watch, observers=[events])
 
-            return run.build_call(plan, runtime, journal, peer, observers=[events])
+        def finished(session: Session) -> None:
+            # However the call ended: the talk server stopping cancels this task, not it.
+            self._write(watch, name)
 
-        session = Session(plan, self.runtime, build)
+        session = Session(plan, self.runtime, build, on_finished=finished)
         self.sessions.append(session)
         self.events.append(events)
         try:
@@ -307,6 +329,15 @@ class Talk:
         self.echo(f"call up in {session.startup_secs:.2f} s: {plan.start_member.name} has it")
         await session.finished.wait()
         self.echo(f"call ended ({session.journal.end_reason}); press connect to talk again")
+
+    def _write(self, watch: CallWatch, name: str) -> None:
+        if self._out is None:
+            return
+        title = f"{self.team.name or self.team.team.id}: {name}"
+        path = watch.write(self._out / f"{name}.html", title=title)
+        if path is not None:
+            self.timelines.append(path)
+            self.echo(timeline_written(path))
 
 
 class _Server(uvicorn.Server):

@@ -17,7 +17,7 @@ the end it writes the call as a stereo WAV (left: caller, right: what the
 caller heard), the transcript as JSON, and the call's timeline as a
 self-contained HTML page (``timeline/``: recorded by a pipecat observer on
 the call, handed to the runner with pipecat's Whisker observer when
-``whisker.py`` serves). A call can be cut short (Ctrl-C,
+``whisker.py`` serves, both by ``watch.CallWatch``). A call can be cut short (Ctrl-C,
 see ``interrupt.py``): the caller hangs up where the call is, and what was
 recorded until then is written all the same.
 """
@@ -30,7 +30,7 @@ import json
 import sys
 import time
 import uuid
-from collections.abc import Callable, Coroutine, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,8 +40,8 @@ import httpx
 from playground.policy_service import ExamplePolicy, ExamplePolicyError
 from playground.server import RunnerServer
 from playground.teamfile import CallerSilence, TeamFile, run_request
-from playground.timeline import CallTimeline
 from playground.transcript import CallReport, Transcript
+from playground.watch import CallWatch
 from simulators.brain import KeywordBrain, Persona
 from simulators.cloud import Cloud
 from simulators.manager import Caller, CallRecord, ManagerSimulator, ToolResult
@@ -49,12 +49,9 @@ from simulators.speech import speak
 from simulators.wav import read_wav_16k_mono
 from teamrunner.config import Settings
 from teamrunner.contract import RemotePolicy
-from teamrunner.plan import END_CALL_FUNCTION, CallPlan, function_name
+from teamrunner.plan import END_CALL_FUNCTION, function_name
 
 if TYPE_CHECKING:
-    from pipecat.observers.base_observer import BaseObserver
-    from pipecat.pipeline.worker import PipelineWorker
-
     from playground.whisker import Whisker
 
 # The caller waits this long after the team falls silent before speaking again.
@@ -147,7 +144,7 @@ async def _run(
             latencies=[round(x, 3) for x in transcript.latencies],
         )
         if out_dir is not None:
-            await asyncio.to_thread(_write, report, call, out_dir, name, watch.timeline)
+            await asyncio.to_thread(_write, report, call, out_dir, name, watch)
     return report
 
 
@@ -220,25 +217,8 @@ async def _unless_set(event: asyncio.Event, work: Coroutine[Any, Any, None]) -> 
     return True
 
 
-class CallWatch:
-    """What watches the call for the designer: its timeline, and Whisker when it serves.
-
-    Handed to the runner as its ``main.CallObservers``: called once the call is built.
-    """
-
-    def __init__(self, whisker: Whisker | None) -> None:
-        self.timeline: CallTimeline | None = None
-        self._whisker = whisker
-
-    def __call__(self, plan: CallPlan, worker: PipelineWorker) -> Iterator[BaseObserver]:
-        self.timeline = CallTimeline(plan)
-        yield self.timeline
-        if self._whisker is not None:
-            yield self._whisker.observer(worker)
-
-
 def _write(
-    report: CallReport, call: CallRecord, out_dir: Path, name: str, timeline: CallTimeline | None
+    report: CallReport, call: CallRecord, out_dir: Path, name: str, watch: CallWatch
 ) -> None:
     """Save the call as a stereo WAV, the report as JSON and the timeline as HTML.
 
@@ -247,8 +227,9 @@ def _write(
     out_dir.mkdir(parents=True, exist_ok=True)
     report.wav = str(out_dir / f"{name}.wav")
     report.transcript = str(out_dir / f"{name}.json")
+    timeline = watch.write(out_dir / f"{name}.html", title=report.team)
     if timeline is not None:
-        report.timeline = str(timeline.write(out_dir / f"{name}.html", title=report.team))
+        report.timeline = str(timeline)
     call.write_wav(report.wav)
     Path(report.transcript).write_text(json.dumps(report.to_json(), indent=2))
 

@@ -10,7 +10,7 @@ beside the call's transcript, to load into Whisker after the call.
 
 Off unless asked for (``--whisker``, or ``RUNNER_WHISKER=1``); the runner
 itself never imports this module or the package, so production cannot
-serve it. The package comes with the ``dev`` extra, which the production
+serve it. The package comes with the ``design`` extra, which the production
 image does not install.
 """
 
@@ -77,7 +77,7 @@ class Whisker:
             from pipecat_whisker import WhiskerServer
         except ImportError as e:
             raise WhiskerError(
-                "Whisker is not installed: pip install -e '.[dev]' (or pipecat-ai-whisker)"
+                "Whisker is not installed: pip install -e '.[design]' (or pipecat-ai-whisker)"
             ) from e
 
         if self._recording is not None:

@@ -5,8 +5,9 @@
 first push and on the pipeline's clock, the moments a designer wants to
 see: the caller's speech as the VAD heard it (moved back by the VAD's own
 start and stop delays, to when the caller really started and stopped), the
-end of the caller's turn, each transcript, each LLM request with its first
-byte, its end and what it wrote, each function call and its result, a
+end of the caller's turn, each transcript (in a text session, each message
+the caller types: RTVI's ``send-text``, as the eval harness sends it), each
+LLM request with its first byte, its end and what it wrote, each function call and its result, a
 handoff (a transition function whose result says the call was transferred),
 the runner's own lines (``SpokenLineFrame``; a transition's handoff line in
 the voice of the member who called it), and each stretch of synthesized
@@ -38,6 +39,7 @@ from pipecat.frames.frames import (
     LLMContextFrame,
     LLMFullResponseEndFrame,
     LLMFullResponseStartFrame,
+    LLMMessagesAppendFrame,
     LLMTextFrame,
     TranscriptionFrame,
     TTSAudioRawFrame,
@@ -52,6 +54,7 @@ from pipecat.frames.frames import (
 from pipecat.observers.base_observer import BaseObserver, FramePushed
 from pipecat.processors.aggregators.llm_response_universal import LLMAssistantAggregator
 from pipecat.processors.frame_processor import FrameDirection
+from pipecat.processors.frameworks.rtvi import RTVIProcessor
 from pipecat.services.tts_service import TTSService
 
 from teamrunner.call.playout import PlayoutClock
@@ -151,6 +154,15 @@ class CallTimeline(BaseObserver):
             self._note(now, "turn-end")
         elif isinstance(frame, TranscriptionFrame):
             self._note(now, "transcript", frame.text.strip())
+        elif isinstance(frame, LLMMessagesAppendFrame) and isinstance(data.source, RTVIProcessor):
+            # The caller typed it (RTVI's send-text): the words as the team gets them.
+            typed = " ".join(
+                str(m.get("content", ""))
+                for m in frame.messages
+                if isinstance(m, dict) and m.get("role") == "user"
+            ).strip()
+            if typed:
+                self._note(now, "transcript", typed)
         elif isinstance(frame, LLMContextFrame) and _asks_the_llm(data):
             self._note(now, "llm-request")
         elif isinstance(frame, LLMFullResponseStartFrame):

@@ -5,7 +5,8 @@ provider keys: the team's LLMs are the scripted stand-in, its Go tools the
 pipecat-manager simulator, and pipecat's eval client (``pipecat eval run``)
 plays the caller, in text or by voice, and checks the team's events. The scenarios shipped
 in ``playground/scenarios`` must pass; one with a wrong expectation must fail
-with exit 1 and say which expectation failed.
+with exit 1 and say which expectation failed. Each scenario's call is drawn as a
+timeline beside pipecat's log of it, and each of ``eval-bot``'s calls too.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from pathlib import Path
 import pytest
 
 from simulators.openai import ChatRequest, OpenAISimulator, Reply
+
+from timeline_page import embedded_turns, outside_references
 
 ROOT = Path(__file__).resolve().parents[2]
 TEAMRUNNER = Path(sys.executable).with_name("teamrunner")
@@ -117,6 +120,56 @@ def test_the_shipped_scenarios_pass_against_their_team(scenario: str, tmp_path: 
 
 
 @pytest.mark.timeout(180)
+def test_eval_draws_each_scenarios_call_as_a_timeline_beside_its_log(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = teamrunner(
+        "eval",
+        str(TEAMS / "demo.yaml"),
+        str(SCENARIOS / "demo.yaml"),
+        "--out",
+        str(out),
+        cwd=tmp_path,
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    pages = {}
+    for scenario in ("billing_handoff", "greeter_keeps_other_questions"):
+        # Named as pipecat names the scenario's log, and said where after the report.
+        page = out / f"demo__{scenario}.html"
+        assert (out / f"demo__{scenario}.eval.log").exists()
+        assert f"wrote {page} (the call's timeline: open it in a browser)" in result.stdout
+        pages[scenario] = page.read_text()
+        assert outside_references(pages[scenario]) == []
+    # Whisker was not asked for: nothing of it.
+    assert "Whisker" not in result.stdout
+    assert not list(out.glob("*.whisk"))
+
+    # The billing scenario: the greeting, then a turn per message the harness typed.
+    turns = embedded_turns(pages["billing_handoff"])
+    assert turns[0]["opener"] == "opening"
+    assert turns[0]["said"] == "Hello, this is the Acme front desk. How can I help you today?"
+    assert [t["said"] for t in turns if t["opener"] == "caller"] == [
+        "Hi, I have a billing question.",
+        "How much is my bill?",
+        "Thank you, goodbye.",
+    ]
+    # The handoff in the turn that asked for billing, with its function and its line.
+    [handoff] = [t for t in turns if t["handoff"]]
+    assert handoff["said"] == "Hi, I have a billing question."
+    assert handoff["handoff"] == "Greeter → Billing"
+    steps = [s["what"] for s in handoff["steps"]]
+    assert "handoff Greeter → Billing (transfer_to_billing)" in steps
+    assert "handoff line “Let me put you through to our billing specialist.”" in steps
+    assert "get_latest_bill() returned" in [s["what"] for s in turns[2]["steps"]]
+    # The other scenario's call is its own: the greeter keeps it.
+    others = embedded_turns(pages["greeter_keeps_other_questions"])
+    assert [t["said"] for t in others if t["opener"] == "caller"] == [
+        "What are your opening hours?"
+    ]
+    assert not any(t["handoff"] for t in others)
+
+
+@pytest.mark.timeout(180)
 def test_a_wrong_expectation_fails_with_exit_1_and_names_the_expectation(tmp_path: Path) -> None:
     scenario = tmp_path / "wrong.yaml"
     scenario.write_text(WRONG_HANDOFF)
@@ -157,8 +210,9 @@ def test_a_team_the_runner_would_refuse_stops_eval_before_any_scenario_runs(
 
 @pytest.mark.timeout(180)
 def test_eval_bot_serves_the_team_to_pipecats_own_eval_command(tmp_path: Path) -> None:
+    out = tmp_path / "out"
     bot = subprocess.Popen(
-        [str(TEAMRUNNER), "eval-bot", str(TEAMS / "demo.yaml"), "--port", "0"],
+        [str(TEAMRUNNER), "eval-bot", str(TEAMS / "demo.yaml"), "--port", "0", "--out", str(out)],
         cwd=tmp_path,
         env=keyless_environment(),
         stdout=subprocess.PIPE,
@@ -193,10 +247,16 @@ def test_eval_bot_serves_the_team_to_pipecats_own_eval_command(tmp_path: Path) -
     finally:
         bot.terminate()
         stopped = bot.wait(timeout=30)
+    printed = bot.stdout.read()
 
     assert harness.returncode == 0, harness.stdout + harness.stderr
     assert re.search(r"(\d+)/\1 passed", harness.stdout), harness.stdout
     assert stopped == 0  # SIGTERM stops it cleanly, like Ctrl-C
+    # Each of the harness's calls (a scenario each) drawn, numbered, and said where.
+    for call in ("call-01", "call-02"):
+        page = out / f"{call}.html"
+        assert f"wrote {page} (the call's timeline: open it in a browser)" in printed
+        assert embedded_turns(page.read_text())[0]["opener"] == "opening"
 
 
 def as_the_model_or_the_judge(request: ChatRequest) -> Reply:

@@ -6,7 +6,8 @@ serves, presses connect, and plays a WAV as its microphone: a few seconds of
 silence while the greeting plays, then the caller's line spoken by Piper,
 then silence. Playwright drives the page; the assertions read what the page
 shows (the conversation, each line with its member; how much of the bot's
-voice its peer connection received) and what the team's call recorded.
+voice its peer connection received), what the team's call recorded, and the
+call's timeline the talk server wrote once the call ended.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from playground.cli import DEMO_TEAM
 from playground.talk import Talk
 from simulators.speech import speak
 from simulators.wav import PHONE_RATE, write_wav
+
+from timeline_page import embedded_turns, outside_references
 
 CHROMIUM = Path("/usr/bin/chromium")
 TEAMRUNNER = Path(sys.executable).with_name("teamrunner")
@@ -55,15 +58,17 @@ def microphone(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-async def talk() -> AsyncIterator[Talk]:
+async def talk(tmp_path: Path) -> AsyncIterator[Talk]:
     printed: list[str] = []
-    async with Talk(teamfile.load(DEMO_TEAM), echo=printed.append, environ={}) as server:
+    team = teamfile.load(DEMO_TEAM)
+    async with Talk(team, echo=printed.append, environ={}, out=tmp_path / "out") as server:
         yield server
 
 
 async def test_the_browser_hears_the_greeting_and_the_team_hears_the_caller_and_answers(
     talk: Talk, microphone: Path, tmp_path: Path
 ) -> None:
+    """And once the call is over, its timeline is written: the greeting, the caller, the handoff."""
     if not CHROMIUM.exists():
         pytest.skip("Debian's chromium is needed (apt-get install chromium)")
     playwright_api = pytest.importorskip("playwright.async_api")
@@ -123,6 +128,18 @@ async def test_the_browser_hears_the_greeting_and_the_team_hears_the_caller_and_
     assert session.journal.members_visited == ["greeter", "billing"]
     assert session.journal.end_reason == "hung_up"
     assert outside == [], "the page loaded something from outside the talk server"
+
+    assert talk.timelines == [tmp_path / "out" / "call-01.html"]
+    page = talk.timelines[0].read_text()
+    assert outside_references(page) == []
+    turns = embedded_turns(page)
+    assert turns[0]["opener"] == "opening" and turns[0]["said"] == GREETING
+    [handoff] = [t for t in turns if t["handoff"]]
+    assert handoff["opener"] == "caller" and "billing" in handoff["said"].lower()
+    assert handoff["handoff"] == "Greeter → Billing"
+    steps = [s["what"] for s in handoff["steps"]]
+    assert f"handoff line “{HANDOFF}”" in steps
+    assert "handoff Greeter → Billing (transfer_to_billing)" in steps
 
 
 async def test_the_prebuilt_clients_signalling_and_files_are_served_from_the_installed_packages(

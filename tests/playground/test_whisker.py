@@ -1,15 +1,18 @@
-"""pipecat's Whisker debugger on ``teamrunner call``: served when asked for, absent otherwise.
+"""pipecat's Whisker debugger on the playground's calls: served when asked for, absent otherwise.
 
-With ``RUNNER_WHISKER=1`` the command serves Whisker's websocket while the
-call runs: the test connects as the Whisker UI does, and reads the snapshot
-naming the call's pipeline and the call's frames. Without it, nothing
-listens there, the command never imports the package, and neither does the
-runner itself (``main``, ``run``).
+With ``RUNNER_WHISKER=1`` ``teamrunner call`` serves Whisker's websocket while
+the call runs: the test connects as the Whisker UI does, and reads the
+snapshot naming the call's pipeline and the call's frames. Without it,
+nothing listens there, the command never imports the package, and neither
+does the runner itself (``main``, ``run``). ``eval --whisker`` sends every
+scenario's call there (read back from its recording), and ``talk --whisker``
+serves it while it serves the team.
 """
 
 from __future__ import annotations
 
 import asyncio
+import signal
 import socket
 import subprocess
 import sys
@@ -23,6 +26,7 @@ import websockets
 from short_call import TEAMRUNNER, Command, environment, team_file
 
 ROOT = Path(__file__).resolve().parents[2]
+TEAMS = ROOT / "playground" / "teams"
 LINE = "I have a billing question"
 
 
@@ -113,3 +117,47 @@ def test_the_runner_itself_never_imports_whisker() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
+
+
+@pytest.mark.timeout(240)
+def test_eval_with_whisker_sends_every_scenarios_call_to_whisker(tmp_path: Path) -> None:
+    port = free_port()
+    scenarios = ROOT / "playground" / "scenarios" / "demo.yaml"
+    result = subprocess.run(
+        [str(TEAMRUNNER), "eval", str(TEAMS / "demo.yaml"), str(scenarios), "--whisker"],
+        cwd=tmp_path,
+        env=environment(RUNNER_WHISKER_PORT=str(port)),
+        capture_output=True,
+        text=True,
+        timeout=200,
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    recording = Path("out/eval/demo.whisk")
+    assert f"Whisker: ws://localhost:{port} (recording {recording})" in result.stdout
+    with (tmp_path / recording).open("rb") as whisk:
+        events = list(msgpack.Unpacker(whisk, raw=False, strict_map_key=False))
+    # The frames of two calls, one per scenario of the file.
+    workers = {e["worker_id"] for e in events if e["type"] == "frame"}
+    assert len(workers) == 2 and all(w.startswith("call-") for w in workers)
+
+
+@pytest.mark.timeout(240)
+def test_talk_with_whisker_serves_whisker_while_it_serves_the_team(tmp_path: Path) -> None:
+    port = free_port()
+    command = Command(
+        [str(TEAMRUNNER), "talk", str(TEAMS / "demo.yaml"), "--port", "0", "--whisker"],
+        tmp_path,
+        environment(RUNNER_WHISKER_PORT=str(port)),
+    )
+    try:
+        served = command.wait_for_line("Whisker: ")
+        command.wait_for_line("open http://")
+        with socket.create_connection(("localhost", port)):
+            pass  # the Whisker UI's websocket is there
+        command.process.send_signal(signal.SIGINT)
+        status = command.finish(60)
+    finally:
+        command.kill()
+    assert served == f"Whisker: ws://localhost:{port} (recording out/talk/demo.whisk)"
+    assert status == 128 + signal.SIGINT
