@@ -42,7 +42,10 @@ async def main(rounds: int, old_root: Path | None) -> None:
     # What python main.py starts with RUNNER_WORKERS unset (the harness sets it to 1).
     default_workers = {"RUNNER_WORKERS": str(usable_cores())}
     services: list[tuple[str, RunnerProcess]] = [
-        ("lean pipecat runner (baseline)", RunnerProcess(shipped, command=("-m", "bench.lean_runner"))),
+        (
+            "lean pipecat runner (baseline)",
+            RunnerProcess(shipped, command=("-m", "bench.lean_runner")),
+        ),
         ("runner, python main.py (defaults)", RunnerProcess({**shipped, **default_workers})),
         ("runner, RUNNER_WORKERS=1 (no front)", RunnerProcess(shipped)),
     ]
