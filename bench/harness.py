@@ -183,6 +183,11 @@ class RunnerProcess:
             total += int(fields[11]) + int(fields[12])
         return total / CLOCK_TICKS
 
+    def cpu_seconds_of(self, pid: int) -> float:
+        """User plus system CPU time of one of the runner's processes (``pids``) so far."""
+        fields = _stat_fields(Path(f"/proc/{pid}/stat"))
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
     def rss_mib(self) -> float:
         """Resident memory of the runner's processes together."""
         total = 0.0
