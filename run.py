@@ -198,7 +198,9 @@ def _context(
     """The call's context and its aggregators, with how the caller's turns are taken."""
     # The history was made valid for every provider in the plan; pipecat types it per role.
     context = LLMContext(messages=cast(Any, plan.messages))
-    turn_params = user_params(plan.turn, runtime.shared.models, hears=plan.hears)
+    turn_params = user_params(
+        plan.turn.vad, plan.turn.smart_turn, runtime.shared.models, hears=plan.hears
+    )
     if _can_end_itself(plan):
         turn_params.user_mute_strategies.append(ending.mute)
     return LLMContextAggregatorPair(context, user_params=turn_params), turn_params

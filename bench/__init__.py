@@ -15,6 +15,8 @@ recorded in ``BENCHMARKS.md``.
     first_handoff.py     the first handoff of a fresh call
     handoff_timeline.py  that first handoff, stage by stage (with ``timeline/``)
     pickup.py            ``POST /run`` to 200, to the output socket, to the first words
+    run_latency.py       single-AI ``POST /run`` to 200, against a lean pipecat runner
+    lean_runner.py       that lean runner: stock pipecat serving the same text call
     starts.py            ``POST /run`` latency in bursts of concurrent starts
     startup.py           process start to ``/health`` and to ``/ready``
     capacity.py          concurrent voice calls per core and per pod

@@ -59,7 +59,11 @@ def free_port() -> int:
 
 
 class RunnerProcess:
-    """``python main.py`` in a process of its own, pointed at ``environment``."""
+    """``python main.py`` in a process of its own, pointed at ``environment``.
+
+    ``command`` runs another service instead, one that takes its port from
+    ``RUNNER_PORT`` and answers ``/ready`` too (``bench.lean_runner``).
+    """
 
     def __init__(
         self,
@@ -68,8 +72,10 @@ class RunnerProcess:
         log_level: str = "ERROR",
         cores: set[int] | None = None,
         root: Path = ROOT,
+        command: Sequence[str] = ("main.py",),
     ) -> None:
         self.port = free_port()
+        self._command = tuple(command)
         self._cores = cores
         self._root = root
         self._env = {
@@ -113,7 +119,7 @@ class RunnerProcess:
 
         self._process = await asyncio.create_subprocess_exec(
             sys.executable,
-            "main.py",
+            *self._command,
             cwd=self._root,
             env=self._env,
             stdout=asyncio.subprocess.DEVNULL,
@@ -176,6 +182,11 @@ class RunnerProcess:
                 continue
             total += int(fields[11]) + int(fields[12])
         return total / CLOCK_TICKS
+
+    def cpu_seconds_of(self, pid: int) -> float:
+        """User plus system CPU time of one of the runner's processes (``pids``) so far."""
+        fields = _stat_fields(Path(f"/proc/{pid}/stat"))
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
     def rss_mib(self) -> float:
         """Resident memory of the runner's processes together."""

@@ -101,6 +101,8 @@ async def pick_up(
     answered = time.monotonic() - started
     if response.status_code != 200:
         raise RuntimeError(f"/run failed: {response.text}")
+    # The client's handshake is done; the simulator may record it a moment later.
+    await call.wait(lambda c: c.connected_at("output") is not None, 10, "the output socket")
     connected_at = call.connected_at("output")
     assert connected_at is not None
     if "tts_type" in body:

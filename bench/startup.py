@@ -11,10 +11,17 @@ one route served by uvicorn, started the same way.
 
 Runs the runner as one process (``RUNNER_WORKERS=1``) and as a front with
 two workers (``RUNNER_WORKERS=2``, the default on this 2-core machine);
-``--root`` adds another checkout's ``main.py`` (e.g. an older commit in a
-git worktree).
+``--root`` adds another checkout's ``main.py``, both ways (e.g. an older
+commit in a git worktree).
+
+``--phases`` prints instead where a worker's start goes: the CPU seconds of
+each step a worker takes before it is ready (``import main``, ``import run``,
+the models of ``RUNNER_PRELOAD_MODELS``), and of the largest libraries among
+those imports each alone, every figure the median of fresh interpreters. CPU
+time, not wall time: on a shared machine it is what the process itself spent.
 
     python -m bench.startup [--rounds 5] [--root ../old-checkout]
+    python -m bench.startup --phases [--rounds 5]
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -104,7 +112,15 @@ async def main(rounds: int, old_root: Path | None) -> None:
         ("runner, RUNNER_WORKERS=2", [sys.executable, "main.py"], ROOT, "2"),
     ]
     if old_root is not None:
-        runs.append((f"runner at {old_root.name}", [sys.executable, "main.py"], old_root, "1"))
+        for workers in ("1", "2"):
+            runs.append(
+                (
+                    f"runner at {old_root.name}, RUNNER_WORKERS={workers}",
+                    [sys.executable, "main.py"],
+                    old_root,
+                    workers,
+                )
+            )
     figures: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name, *_ in runs}
     for _ in range(rounds):  # interleaved, so a noisy moment touches every row alike
         for name, command, cwd, workers in runs:
@@ -141,9 +157,63 @@ async def main(rounds: int, old_root: Path | None) -> None:
     )
 
 
+# A worker's steps before it is ready, each timed in CPU seconds after the ones before it.
+PHASES = """
+import time
+t = time.process_time()
+import main
+a = time.process_time()
+import run
+b = time.process_time()
+from teamrunner.speech.models import SpeechModels
+SpeechModels().preload(["silero", "smart-turn"])
+c = time.process_time()
+print(a - t, b - a, c - b)
+"""
+# The largest libraries a worker imports, each timed alone.
+LIBRARIES = ("fastapi", "openai", "pipecat.frames.frames", "aiohttp", "numpy")
+
+
+def _cpu_seconds(script: str) -> list[float]:
+    """Run ``script`` in a fresh interpreter at the root; the numbers it prints."""
+    env = {**os.environ, **deployment_environment(), "RUNNER_LOG_LEVEL": "ERROR"}
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    if result.returncode != 0:
+        raise RuntimeError(result.stderr)
+    return [float(v) for v in result.stdout.split()]
+
+
+def phases(rounds: int) -> None:
+    banner("Start-up: where a worker's start goes, CPU seconds")
+    steps: list[list[float]] = [[], [], []]
+    libraries: dict[str, list[float]] = {name: [] for name in LIBRARIES}
+    for _ in range(rounds):
+        for step, seconds in zip(steps, _cpu_seconds(PHASES), strict=True):
+            step.append(seconds)
+        for name in LIBRARIES:
+            timed = f"import time\nt = time.process_time()\nimport {name}\n"
+            libraries[name] += _cpu_seconds(timed + "print(time.process_time() - t)")
+    rows = [
+        ("import main (the API)", f"{median(steps[0]):.2f}"),
+        ("import run (the call stack), after main", f"{median(steps[1]):.2f}"),
+        ("load Silero and smart-turn", f"{median(steps[2]):.2f}"),
+        ("a worker, all three", f"{sum(median(s) for s in steps):.2f}"),
+    ]
+    rows += [
+        (f"  of which import {name}, alone", f"{median(libraries[name]):.2f}") for name in LIBRARIES
+    ]
+    print(table(["step", "CPU s (median)"], rows))
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--root", type=Path, help="another checkout whose main.py to time too")
+    parser.add_argument("--phases", action="store_true", help="where a worker's start goes")
     args = parser.parse_args()
-    asyncio.run(main(args.rounds, args.root))
+    if args.phases:
+        phases(args.rounds)
+    else:
+        asyncio.run(main(args.rounds, args.root))

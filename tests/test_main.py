@@ -228,3 +228,22 @@ def test_main_help_prints_usage_and_exits_without_serving() -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("usage: python main.py")
     assert "RUNNER_" in result.stdout
+
+
+def test_the_api_imports_no_call_stack() -> None:
+    # A pool's front imports main.py and never runs a call: what main.py imports at
+    # module level is on the path to the front's /health and to its workers' start.
+    script = (
+        "import sys, main; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'pipecat', 'numpy', 'openai'}))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

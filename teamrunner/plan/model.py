@@ -10,9 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from teamrunner.contract import ContextMode
+from teamrunner.contract import ContextMode, VADConfig
 from teamrunner.providers import LLMSpec, STTSpec, TTSSpec
-from teamrunner.speech.turn_taking import TurnPlan
 
 # The member id of the one AI of a single-AI call.
 SINGLE_MEMBER_ID = "single"
@@ -102,6 +101,20 @@ class PolicyPlan:
         """The token, and a password the URL itself carries, if any."""
         password = urlsplit(self.url).password
         return [s for s in (self.token, password) if s]
+
+
+@dataclass(frozen=True)
+class TurnPlan:
+    """How the end of the caller's turn is detected (``teamrunner.speech.turn_taking`` acts on it).
+
+    Attributes:
+        vad: Silero parameters; None fields keep pipecat's defaults.
+        smart_turn: Whether the smart-turn model decides the end of a turn
+            (otherwise a fixed silence after the VAD's stop does).
+    """
+
+    vad: VADConfig = field(default_factory=VADConfig)
+    smart_turn: bool = False
 
 
 @dataclass(frozen=True)

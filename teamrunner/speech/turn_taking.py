@@ -20,8 +20,6 @@ smart-turn model for every call, wanted or not.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from pipecat.audio.vad.vad_analyzer import VADParams
 from pipecat.processors.aggregators.llm_response_universal import LLMUserAggregatorParams
 from pipecat.turns.user_start import TranscriptionUserTurnStartStrategy, VADUserTurnStartStrategy
@@ -39,28 +37,18 @@ from teamrunner.speech.models import SpeechModels
 USER_SPEECH_TIMEOUT_SECS = 0.6
 
 
-@dataclass(frozen=True)
-class TurnPlan:
-    """How the end of the caller's turn is detected.
-
-    Attributes:
-        vad: Silero parameters; None fields keep pipecat's defaults.
-        smart_turn: Whether the smart-turn model decides the end of a turn
-            (otherwise a fixed silence after the VAD's stop does).
-    """
-
-    vad: VADConfig = field(default_factory=VADConfig)
-    smart_turn: bool = False
-
-
 def vad_params(config: VADConfig) -> VADParams:
     """Silero parameters: the request's values, pipecat's defaults for the rest."""
     given = config.model_dump(exclude_none=True)
     return VADParams(**given)
 
 
-def user_params(turn: TurnPlan, models: SpeechModels, *, hears: bool) -> LLMUserAggregatorParams:
-    """The user aggregator's parameters for a call.
+def user_params(
+    vad_config: VADConfig, smart_turn: bool, models: SpeechModels, *, hears: bool
+) -> LLMUserAggregatorParams:
+    """The user aggregator's parameters for a call (its plan's ``TurnPlan``).
+
+    ``smart_turn`` chooses the smart-turn model over the fixed rule to end a turn.
 
     A call without caller audio gets no VAD and the cheapest strategies, since
     its user turns arrive as text.
@@ -72,10 +60,10 @@ def user_params(turn: TurnPlan, models: SpeechModels, *, hears: bool) -> LLMUser
                 stop=[SpeechTimeoutUserTurnStopStrategy()],
             )
         )
-    vad = models.vad(vad_params(turn.vad))
+    vad = models.vad(vad_params(vad_config))
     stop = (
         TurnAnalyzerUserTurnStopStrategy(turn_analyzer=models.smart_turn())
-        if turn.smart_turn
+        if smart_turn
         else HeardSilenceTurnStop(
             grace_secs=USER_SPEECH_TIMEOUT_SECS, hears_speech=lambda: vad.hears_speech
         )
