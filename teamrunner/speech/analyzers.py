@@ -127,9 +127,11 @@ class SharedSileroVAD(SileroVADOnSession):
     def _skip(self, window: bytes) -> None:
         self.windows_skipped += 1
         if self.count_unscored_window():
-            # pipecat's rule reset the model here: what was skipped before no longer counts.
+            # pipecat's rule reset the model after this window: the model starts afresh
+            # from the next one, so nothing skipped so far is run through it.
             self._skipped.clear()
             self._skipped_since_sync = 0
+            return
         self._skipped.append(window)
         self._skipped_since_sync += 1
 
