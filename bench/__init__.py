@@ -23,6 +23,7 @@ recorded in ``BENCHMARKS.md``.
     memory.py            resident memory over many sequential calls
     metrics_cost.py      pipecat's provider metrics, on against off
     load_profile.py      where a loaded runner's CPU goes (py-spy)
+    vad_cost.py          a call's VAD, CPU per second of caller audio, against pipecat's
     profile.py           where the CPU goes in a handoff (py-spy)
     demo_latency.py      the embedded default's voice-to-voice
 """

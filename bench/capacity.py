@@ -42,7 +42,7 @@ them, so their own CPU (printed) comes out of the pod's, and the ratio of
 the two pods is a lower bound of what a second core adds.
 
     python -m bench.capacity [--workers 1,2] [--kinds single,team] [--turns 6] [--burst]
-                             [--no-admission] [--gap 1.0]
+                             [--no-admission] [--gap 1.0] [--root CHECKOUT]
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ import uvloop
 from bench.harness import (
     ALL_CORES,
     CLOCK_TICKS,
+    ROOT,
     RunnerProcess,
     banner,
     caller_turn,
@@ -459,6 +460,7 @@ async def measure(
     speech: bytes,
     burst: bool,
     shared: bool = False,
+    root: Path = ROOT,
 ) -> Capacity:
     runner_cores = pod_cores(workers, shared)
     cloud = Cloud(voices=VOICES, ms_per_char=MS_PER_CHAR, responder=answer)
@@ -466,7 +468,7 @@ async def measure(
     async with cloud:
         environment = {**cloud.environment(), "RUNNER_WORKERS": str(workers)}
         async with (
-            RunnerProcess(environment, cores=runner_cores) as runner,
+            RunnerProcess(environment, cores=runner_cores, root=root) as runner,
             httpx.AsyncClient(timeout=60) as http,
         ):
             capacity = await measure_levels(
@@ -606,6 +608,7 @@ async def main(
     admission: bool,
     gap: float,
     admission_burst: int,
+    root: Path = ROOT,
 ) -> None:
     banner("Capacity")
     speech = speak(QUESTION)
@@ -623,6 +626,7 @@ async def main(
                     speech,
                     burst,
                     shared,
+                    root,
                 )
                 report(capacity)
                 results.append(capacity)
@@ -689,6 +693,9 @@ if __name__ == "__main__":
     parser.add_argument(
         "--admission-burst", type=int, default=0, help="calls offered at once before the ramp"
     )
+    parser.add_argument(
+        "--root", type=Path, default=ROOT, help="another checkout to measure (levels only)"
+    )
     args = parser.parse_args()
     if args.levels == "none":
         chosen: list[int] | None = []
@@ -706,5 +713,6 @@ if __name__ == "__main__":
             not args.no_admission,
             args.gap,
             args.admission_burst,
+            args.root,
         )
     )

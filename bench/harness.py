@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx
 
+from simulators.caller import SegmentKind
 from simulators.cloud import Cloud
 from simulators.manager import Caller, CallRecord
 
@@ -227,12 +228,28 @@ async def caller_turn(
 ) -> tuple[int, float]:
     """The caller says ``speech``; returns the index of the reply's first bot audio chunk,
     and the voice-to-voice time: from the end of the caller's speech to that chunk."""
-    first = len(call.audio_chunks())
+    before = len(call.audio_chunks())
     await cloud.manager.say(call.call_id, Caller.pcm(speech))
-    await call.wait(lambda c: len(c.audio_chunks()) > first, timeout, "a reply")
+
+    def reply_began(c: CallRecord) -> bool:
+        # On a loaded machine the last chunk of the previous reply can still arrive
+        # while the caller speaks: the reply is what comes once all of it was sent.
+        spoken = [s for s in c.caller_segments if s.kind is SegmentKind.AUDIO]
+        ended = c.caller_speech_ended_at()
+        return (
+            bool(spoken)
+            # Sent whole (its last 20 ms frame may be cut or padded).
+            and len(spoken[-1].audio) > len(speech) - 640
+            and ended is not None
+            and any(chunk.at > ended for chunk in c.audio_chunks()[before:])
+        )
+
+    await call.wait(reply_began, timeout, "a reply")
     ended = call.caller_speech_ended_at()
-    assert ended is not None, "the simulator recorded no end of the caller's speech"
-    return first, call.audio_chunks()[first].at - ended
+    assert ended is not None
+    chunks = call.audio_chunks()
+    first = next(i for i in range(before, len(chunks)) if chunks[i].at > ended)
+    return first, chunks[first].at - ended
 
 
 # The cores this process could use when it started, before split_cores pinned it.

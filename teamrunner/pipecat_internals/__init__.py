@@ -31,8 +31,14 @@ module touches one. Pinned pipecat 1.14 has no public seam for any of them:
 ``analyzers.py``: ``SileroVADAnalyzer._model``, ``._windows_since_reset``,
   ``._low_confidence_windows`` and ``LocalSmartTurnAnalyzerV3._session``
   (run on sessions loaded once per process): ``tests/speech/test_speech_models.py``,
-  ``test_shared_vad_*`` and ``test_shared_smart_turn_*``; ``._log_data``
-  (keep callers' audio off disk): ``test_shared_smart_turn_writes_no_audio_to_disk``.
+  ``test_shared_vad_*``, ``test_vad_on_a_session_*`` and ``test_shared_smart_turn_*``;
+  ``._log_data`` (keep callers' audio off disk):
+  ``test_shared_smart_turn_writes_no_audio_to_disk``. ``VADAnalyzer._run_analyzer``
+  (analyze on the caller's task, not a thread per call), ``._prev_volume``,
+  ``._smoothing_factor``, ``._volume_tracker``, ``._get_smoothed_volume`` and
+  ``SileroVADAnalyzer._maybe_reset_model`` (the energy gate before Silero):
+  ``tests/speech/test_vad_gate.py``, which plays the same audio to pipecat's own
+  analyzer and requires the same state after every frame.
 ``switcher.py``: ``ServiceSwitcherStrategyManual._set_active_if_available``
   (switch the LLM at once): ``tests/routing/test_router_switching.py``,
   ``test_llm_switches_before_set_active_member_returns`` and

@@ -45,13 +45,25 @@ from pipecat.transcriptions.language import Language
 from pydantic import BaseModel
 
 from simulators.speech import speak
+from teamrunner.pipecat_internals.analyzers import SileroVADOnSession
 from teamrunner.providers.piper import PIPER_VOICE, SharedPiperTTSService, first_clause
 from teamrunner.providers.whisper import SharedWhisperSTTService
+from teamrunner.speech.analyzers import silero_session
 from teamrunner.speech.models import SpeechModels
 
 RATE = 16000
 CHUNK = RATE // 50 * 2  # 20 ms of s16le, the size of a transport's audio frame
 SENTENCE = "I would like to pay my phone bill."
+# The shared VAD's own attributes: its last state, and its energy gate's.
+SHARED_VAD_OWN = {
+    "_last_state",
+    "_energies",
+    "_skipped",
+    "_skipped_since_sync",
+    "_loudness_bound",
+    "windows_scored",
+    "windows_skipped",
+}
 # Its own attribute: where the adapter keeps the model until pipecat's constructor calls _load.
 WHISPER_ADAPTER_OWN = {"_preloaded_model"}
 
@@ -147,13 +159,13 @@ def test_shared_vad_starts_as_pipecats_vad_starts(models: SpeechModels) -> None:
     params = VADParams(stop_secs=0.4)
     pipecats = SileroVADAnalyzer(params=params)
     ours = models.vad(params)
-    # The one attribute the adapter adds: the last state, for ``hears_speech``.
-    added = starting_state(ours).pop("_last_state")
+    # The attributes the adapter adds: the last state, for ``hears_speech``, and its gate's.
+    own = starting_state(ours)
+    added = {name: own.pop(name) for name in SHARED_VAD_OWN}
 
-    assert added == VADState.QUIET
-    assert {k: v for k, v in starting_state(ours).items() if k != "_last_state"} == (
-        starting_state(pipecats)
-    )
+    assert added["_last_state"] == VADState.QUIET
+    assert added["windows_scored"] == added["windows_skipped"] == 0
+    assert own == starting_state(pipecats)
     assert starting_state(ours._model) == starting_state(pipecats._model)
     assert session_options(ours._model.session) == session_options(pipecats._model.session)
 
@@ -172,11 +184,12 @@ async def vad_states(vad: VADAnalyzer, pcm: bytes) -> list[VADState]:
         await vad.cleanup()
 
 
-def test_shared_vad_scores_every_window_as_pipecats_vad_does(models: SpeechModels) -> None:
+def test_vad_on_a_session_scores_every_window_as_pipecats_vad_does(models: SpeechModels) -> None:
     pcm = conversation()
 
     pipecats = voice_confidences(SileroVADAnalyzer(), pcm)
-    ours = voice_confidences(models.vad(), pcm)
+    # The adapter under the shared VAD, without its gate: it scores every window.
+    ours = voice_confidences(SileroVADOnSession(silero_session()), pcm)
 
     assert ours == pipecats
     assert sum(c > 0.5 for c in ours) > 40, "the speech should be heard as speech"
