@@ -12,13 +12,13 @@ import re
 
 import httpx
 import pytest
+from pipecat.audio.vad.silero import SileroVADAnalyzer
 
 from playground.server import RunnerServer
 from simulators.manager import Caller, ManagerSimulator
 from simulators.openai import OpenAISimulator, Reply
 from simulators.speech import speak
 from teamrunner.config import Settings
-from teamrunner.speech.models import SpeechModels
 
 from conftest import OPENAI_KEY
 
@@ -30,8 +30,9 @@ def words(text: str) -> list[str]:
 
 
 def speech_share(pcm: bytes, rate: int = 16000) -> float:
-    """The share of 32 ms windows Silero VAD is confident hold speech."""
-    vad = SpeechModels().vad()
+    """The share of 32 ms windows Silero VAD is confident hold speech (pipecat's own VAD,
+    scoring every window: the runner's skips windows too quiet to count as speech)."""
+    vad = SileroVADAnalyzer()
     vad.set_sample_rate(rate)
     window = vad.num_frames_required() * 2
     scores = [
