@@ -23,6 +23,7 @@ would never hand the marker back.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -68,8 +69,8 @@ class RoutingTTSService(MemberRouting[TTSService]):
         self._switch: ManuallySwitchServiceFrame | None = None
         self._marker: _PreviousVoiceDone | None = None
         self._stall_watch: asyncio.Task[None] | None = None
-        # Set each time the previous voice makes audio while a switch is held.
-        self._audio_made = asyncio.Event()
+        # When the previous voice last made audio while a switch is held.
+        self._last_audio = 0.0
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         if (
@@ -94,7 +95,7 @@ class RoutingTTSService(MemberRouting[TTSService]):
             return
         if self._switch is not None and isinstance(frame, TTSAudioRawFrame):
             # Only the previous voice is making audio while the switch is held.
-            self._audio_made.set()
+            self._last_audio = time.monotonic()
         await super().push_frame(frame, direction)
 
     async def _hand_over(self, switch: ManuallySwitchServiceFrame) -> None:
@@ -106,17 +107,15 @@ class RoutingTTSService(MemberRouting[TTSService]):
         self._marker.interruptible = False
         await self.pause_processing_frames()
         await self.strategy.active_service.queue_frame(self._marker)
-        self._audio_made.clear()
+        self._last_audio = time.monotonic()
         self._stall_watch = self.create_task(self._watch_for_a_stall(), name="voice-handover")
 
     async def _watch_for_a_stall(self) -> None:
         """Switch anyway once the previous voice has made no audio for ``stall_secs``."""
-        while True:
-            try:
-                await asyncio.wait_for(self._audio_made.wait(), self._stall_secs)
-            except TimeoutError:
-                break
-            self._audio_made.clear()
+        # A deadline that each chunk of audio pushes back: sleep until it is due, rather
+        # than wake for every chunk (an Event would).
+        while (left := self._last_audio + self._stall_secs - time.monotonic()) > 0:  # noqa: ASYNC110
+            await asyncio.sleep(left)
         self._stall_watch = None
         logger.warning(
             f"{self}: the previous voice made no audio for {self._stall_secs:g}s "
