@@ -81,6 +81,10 @@ if TYPE_CHECKING:
 
 # What a call imports: pipecat, the providers' SDKs and the per-call assembly.
 CALL_MODULES = ("run",)
+# What a pool's workers have imported before they are forked from their template: this
+# module by its import name (run as a script it is ``__main__``, which the template does
+# not import), and a call's modules.
+WORKER_MODULES = ("main", *CALL_MODULES)
 
 # Observers a tool running the runner adds to each call it builds (the playground's
 # timeline and Whisker), given the call's plan and worker, as pipecat's own
@@ -314,11 +318,11 @@ def serve(app: FastAPI, settings: Settings, *, worker_socket: str | None = None)
         raise SystemExit(3)  # as uvicorn exits when the application could not start
 
 
-def serve_worker(settings: Settings, socket_path: str, index: int, front_pid: int) -> None:
+def serve_worker(settings: Settings, socket_path: str, index: int) -> None:
     """One worker of a pool, in a process the front started: this runner on a private socket."""
     from teamrunner.workers.process import become_worker
 
-    become_worker(index, front_pid)
+    become_worker(index)
     # RUNNER_MAX_CALLS caps the whole pod, and the front checks it; each worker admits by load.
     worker_settings = replace(settings, max_calls=None)
     serve(
@@ -350,7 +354,7 @@ def main(argv: list[str] | None = None) -> None:
     else:
         from teamrunner.workers.front import serve_front
 
-        serve_front(settings, workers, serve_worker)
+        serve_front(settings, workers, serve_worker, WORKER_MODULES)
 
 
 def __getattr__(name: str) -> Any:

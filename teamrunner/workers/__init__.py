@@ -4,7 +4,8 @@ One Python process runs calls on one core. With ``RUNNER_WORKERS`` above 1,
 ``python main.py`` becomes the *front* of a pool: it owns the port Go calls,
 and starts that many *workers*, each a process of its own serving the
 runner's application (calls, admission, drain, as a single runner) on a
-private Unix socket, warmed up (``teamrunner.lifecycle.warmup``) before it is
+private Unix socket, forked from a template that has imported the call
+stack once, and warmed up (``teamrunner.lifecycle.warmup``) before it is
 ready. The front offers each call to the workers in turn, each admitting
 by its own load, and routes its stop to the worker that holds it; each
 worker dials Go's websockets for its own calls,
@@ -14,7 +15,7 @@ is one pod's cores, and nothing more distributed.
 ::
 
     cores.py    how many workers: RUNNER_WORKERS, or the cores the process may use
-    process.py  one worker process: started, watched, spoken to over its socket
+    process.py  one worker process: forked, watched, spoken to over its socket
     pool.py     the workers: placement, stop routing, replacement, drain
     front.py    the front's HTTP application, answering for the whole runner
 

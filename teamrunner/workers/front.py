@@ -36,6 +36,7 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -71,7 +72,13 @@ from teamrunner.serving.json_body import parse_json
 from teamrunner.serving.listeners import listening_on, listening_sockets
 from teamrunner.serving.server import Drain, RunnerHTTPServer, uvicorn_config
 from teamrunner.workers.pool import WorkerPool
-from teamrunner.workers.process import Answer, WorkerGone, WorkerProcess, WorkerTarget
+from teamrunner.workers.process import (
+    Answer,
+    WorkerGone,
+    WorkerProcess,
+    WorkerTarget,
+    start_template,
+)
 
 NOT_FOUND = "no call with that id is running; GET /calls lists the running calls"
 
@@ -334,15 +341,22 @@ def _passed(answer: Answer) -> Response:
     return Response(answer.body, status_code=answer.status, headers=dict(answer.headers))
 
 
-def serve_front(settings: Settings, count: int, target: WorkerTarget) -> None:
-    """Serve the front of ``count`` workers running ``target`` until a signal, then drain."""
+def serve_front(
+    settings: Settings, count: int, target: WorkerTarget, preload: Sequence[str]
+) -> None:
+    """Serve the front of ``count`` workers running ``target`` until a signal, then drain.
+
+    The workers are forked from a template that imports ``preload`` (``target``'s
+    module and a call's: ``process.start_template``) while the front starts serving.
+    """
     with tempfile.TemporaryDirectory(prefix="teamrunner-") as scratch:
         sockets, metrics = Path(scratch, "sockets"), Path(scratch, "metrics")
         sockets.mkdir(mode=0o700)
         metrics.mkdir(mode=0o700)
-        # Read by prometheus-client when a worker imports it: the workers count in files.
+        # Read by prometheus-client as the template imports it: the workers count in files.
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics)
-        pool = WorkerPool(settings, count, target, str(sockets), PoolMetrics(str(metrics)))
+        context = start_template(preload)
+        pool = WorkerPool(settings, count, context, target, str(sockets), PoolMetrics(str(metrics)))
         app = create_front_app(settings, pool)
         config = uvicorn_config(app, settings)
         server = RunnerHTTPServer(config, lambda: Drain(start=pool.drain, hurry=pool.hurry))

@@ -39,7 +39,14 @@ from teamrunner.config import Settings
 from teamrunner.errors import WorkerStartError
 from teamrunner.observe.metrics import PoolMetrics
 from teamrunner.responses import CallKind
-from teamrunner.workers.process import Answer, WorkerGone, WorkerProcess, WorkerState, WorkerTarget
+from teamrunner.workers.process import (
+    Answer,
+    WorkerContext,
+    WorkerGone,
+    WorkerProcess,
+    WorkerState,
+    WorkerTarget,
+)
 
 # How often the pool asks each worker which calls it runs.
 REFRESH_SECS = 1.0
@@ -63,6 +70,7 @@ class WorkerPool:
     Args:
         settings: The runner's settings; every worker gets them as they are.
         count: How many workers.
+        context: Where the workers are forked from (``process.start_template``).
         target: What each worker process runs (``main.serve_worker``).
         sockets: A directory only this process can reach, for the workers' sockets.
         metrics: The front's metrics, whose ``workers_dir`` the workers write to.
@@ -72,6 +80,7 @@ class WorkerPool:
         self,
         settings: Settings,
         count: int,
+        context: WorkerContext,
         target: WorkerTarget,
         sockets: str,
         metrics: PoolMetrics,
@@ -80,6 +89,7 @@ class WorkerPool:
         self.count = count
         self.metrics = metrics
         self.draining = False
+        self._context = context
         self._target = target
         self._sockets = sockets
         self._workers: list[WorkerProcess] = []
@@ -118,10 +128,10 @@ class WorkerPool:
         Raises:
             WorkerStartError: a worker ended, or did not answer, first.
         """
-        self._workers = [self._spawn(index) for index in range(self.count)]
+        self._workers = [self._worker(index) for index in range(self.count)]
         started = time.monotonic()
         try:
-            await asyncio.gather(*(w.until_ready(WORKER_START_TIMEOUT_SECS) for w in self._workers))
+            await asyncio.gather(*(self._start(w) for w in self._workers))
         except WorkerGone as e:
             raise WorkerStartError(f"a worker process did not start: {e}") from e
         self._started = True
@@ -237,11 +247,18 @@ class WorkerPool:
             for worker, answer in await self.ask("/health"):
                 worker.take_health(answer)
 
-    def _spawn(self, index: int) -> WorkerProcess:
+    def _worker(self, index: int) -> WorkerProcess:
         self._generation += 1
-        worker = WorkerProcess(index, self._generation, self._target, self.settings, self._sockets)
-        worker.start(self._on_exit)
-        return worker
+        return WorkerProcess(index, self._generation, self._target, self.settings, self._sockets)
+
+    async def _start(self, worker: WorkerProcess) -> None:
+        """Fork ``worker`` and wait until it is ready.
+
+        Raises:
+            WorkerGone: it ended, or did not answer, first.
+        """
+        await worker.start(self._context, self._on_exit)
+        await worker.until_ready(WORKER_START_TIMEOUT_SECS)
 
     def _on_exit(self, worker: WorkerProcess) -> None:
         """A worker's process has ended: forget its calls; replace it unless draining."""
@@ -278,10 +295,10 @@ class WorkerPool:
         await asyncio.sleep(pause)
         if self.draining:
             return
-        worker = self._spawn(dead.index)
+        worker = self._worker(dead.index)
         self._workers[self._workers.index(dead)] = worker
         try:
-            await worker.until_ready(WORKER_START_TIMEOUT_SECS)
+            await self._start(worker)
         except WorkerGone as e:
             logger.error(f"replacement {e}")
             worker.signal(signal.SIGKILL)  # on_exit replaces it in turn

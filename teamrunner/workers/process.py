@@ -1,31 +1,48 @@
 """One worker process: started by the front, watched until it ends, and spoken to over HTTP.
 
-A worker is a fresh interpreter (``multiprocessing``'s spawn start method,
-so it shares no threads, locks or event loop with the front) that serves
-the runner's own application, calls and all, on a Unix socket only the
-front can reach (the socket's directory is the front's, mode 0700). The
-front speaks to it with the runner's public API (``/run``, ``/stop``,
-``/calls``, ``/health``) over that socket: there is no second protocol.
+A worker is forked from a template (``multiprocessing``'s forkserver start
+method): an interpreter the front starts once, which imports the worker's
+module and the call stack (``main`` and ``run``) and then forks
+every worker from there, the first ones and their replacements. A worker
+thus starts with pipecat and the providers' SDKs already imported (two of
+the two and a half seconds a fresh interpreter takes) and loads only its
+speech models; and on two cores the workers no longer import everything
+twice at once beside the front. The template has run no event loop, opened
+no socket and started no thread, so a worker inherits none
+(``tests/workers/test_workers.py`` checks that importing the call stack
+starts no thread and that no metric is counted before the fork); each
+worker makes its own after the fork, as a fresh interpreter would.
 
-The front learns that a worker ended from the process's sentinel (a pipe
-the kernel closes when the process exits, however it exits), watched by the
-front's event loop. The worker, for its part, leaves the front's process
-group, so a Ctrl-C in a terminal reaches the front alone, which then tells
-each worker to drain; and asks the kernel for a SIGTERM should the front die
-without doing so, which drains it too.
+A worker serves the runner's own application, calls and all, on a Unix
+socket only the front can reach (the socket's directory is the front's, mode
+0700). The front speaks to it with the runner's public API (``/run``,
+``/stop``, ``/calls``, ``/health``) over that socket: there is no second
+protocol.
+
+The front learns that a worker ended from the process's sentinel (the
+template reports the exit, however it exits), watched by the front's event
+loop. The worker, for its part, leaves the front's process group, so a
+Ctrl-C in a terminal reaches the front alone, which then tells each worker
+to drain; and drains itself should the front die without telling it: it
+watches its own sentinel of the front (``multiprocessing.parent_process``,
+a pipe the front holds open while it lives). The kernel's parent-death
+signal would not do: a worker's parent is the template, not the front, and
+the template lives on while any worker does.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import multiprocessing
+import multiprocessing.connection
+import multiprocessing.forkserver
 import os
 import signal
+import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -37,10 +54,9 @@ from teamrunner.errors import PeerError
 from teamrunner.http_client import PeerClient
 from teamrunner.responses import CallKind, LoadReport, ProcessHealth
 
-# Runs in the new process: (settings, socket path, worker index, the front's pid).
-WorkerTarget = Callable[[Settings, str, int, int], None]
+# Runs in the new process: (settings, socket path, worker index).
+WorkerTarget = Callable[[Settings, str, int], None]
 
-PR_SET_PDEATHSIG = 1
 # How often a starting worker is asked whether it answers yet.
 HEALTH_POLL_SECS = 0.05
 
@@ -69,17 +85,42 @@ class Answer:
 PASSED_HEADERS = ("content-type", "retry-after")
 
 
-def become_worker(index: int, front_pid: int) -> None:
-    """Run first in a worker process: leave the front's process group, die with the front."""
+WorkerContext = multiprocessing.context.ForkServerContext
+
+
+def start_template(preload: Sequence[str]) -> WorkerContext:
+    """Start the template the workers are forked from; it imports ``preload`` meanwhile.
+
+    Once per process, before its first worker, and once the environment the
+    workers need is set: the template keeps the environment it started with,
+    and so do the workers forked from it. ``preload`` names the worker's own
+    module by its import name (a script run as ``__main__`` is not preloaded
+    under that name: ``multiprocessing`` passes the template no path for it),
+    then what a call imports. A module the template cannot import is left to
+    each worker to import (and to fail on, saying why).
+    """
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(preload))
+    multiprocessing.forkserver.ensure_running()
+    return context
+
+
+def become_worker(index: int) -> None:
+    """Run first in a worker process: leave the front's process group, drain if the front dies."""
     os.setpgid(0, 0)
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    except (OSError, AttributeError):
-        pass  # not Linux: the front still stops its workers when it exits normally
-    if os.getppid() != front_pid:  # the front died before the request above took effect
-        os.kill(os.getpid(), signal.SIGTERM)
+    front = multiprocessing.parent_process()
+    if front is not None:
+        watch = threading.Thread(
+            target=_drain_when_gone, args=(front.sentinel,), name="front-watch", daemon=True
+        )
+        watch.start()
     logger.configure(extra={"worker": index})
+
+
+def _drain_when_gone(front: int) -> None:
+    """Wait until the front's end of the pipe closes (it has exited), then drain."""
+    multiprocessing.connection.wait([front])
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 class WorkerProcess:
@@ -109,6 +150,7 @@ class WorkerProcess:
         self._target = target
         self._settings = settings
         self._process: Any = None
+        self._signals: list[signal.Signals] = []
         self._http = PeerClient(
             f"worker {index}", base_url="http://worker", unix_socket=self.socket
         )
@@ -137,27 +179,42 @@ class WorkerProcess:
     def holds(self, call_id: str) -> bool:
         return call_id in self.calls or self.starting[call_id] > 0
 
-    def start(self, on_exit: Callable[[WorkerProcess], None]) -> None:
-        """Start the process; ``on_exit`` is called in the event loop once it has ended."""
-        context = multiprocessing.get_context("spawn")
-        self._process = context.Process(
+    async def start(self, context: WorkerContext, on_exit: Callable[[WorkerProcess], None]) -> None:
+        """Fork the process from the template; ``on_exit`` runs in the event loop once it ends.
+
+        The template answers once it has imported what it preloads, so the
+        request waits in a thread, the front's event loop serving meanwhile. A
+        template that cannot fork it counts as a worker that ended at once.
+        """
+        process = context.Process(
             target=self._target,
-            args=(self._settings, self.socket, self.index, os.getpid()),
+            args=(self._settings, self.socket, self.index),
             name=f"runner-worker-{self.index}",
         )
-        self._process.start()
+        self._process = process
         loop = asyncio.get_running_loop()
-        sentinel = self._process.sentinel
+        try:
+            await asyncio.to_thread(process.start)
+        except (OSError, EOFError) as e:
+            logger.error(f"worker {self.index} could not be started: {type(e).__name__}: {e}")
+            self._process = None
+            self._ended(on_exit)
+            return
+        for sig in self._signals:  # sent while it was being forked
+            self.signal(sig)
 
         def exited() -> None:
-            loop.remove_reader(sentinel)
-            self._process.join(1.0)  # the sentinel closed: the process has exited or is exiting
-            self.exitcode = self._process.exitcode
-            self.state = WorkerState.ENDED
-            self.ended.set()
-            on_exit(self)
+            loop.remove_reader(process.sentinel)
+            process.join(1.0)  # the sentinel closed: the process has exited or is exiting
+            self.exitcode = process.exitcode
+            self._ended(on_exit)
 
-        loop.add_reader(sentinel, exited)
+        loop.add_reader(process.sentinel, exited)
+
+    def _ended(self, on_exit: Callable[[WorkerProcess], None]) -> None:
+        self.state = WorkerState.ENDED
+        self.ended.set()
+        on_exit(self)
 
     async def until_ready(self, timeout: float) -> None:
         """Wait until its ``/ready`` says yes: imported, warmed up, serving.
@@ -215,10 +272,15 @@ class WorkerProcess:
             self.calls[call_id] = asked_at
 
     def signal(self, sig: signal.Signals) -> None:
-        """Send the process ``sig``, if it still runs."""
-        if self._process is not None and not self.ended.is_set() and self.pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, sig)
+        """Send the process ``sig``, if it still runs (once forked, if it is being forked)."""
+        if self.ended.is_set():
+            return
+        pid = self.pid
+        if pid is None:
+            self._signals.append(sig)
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
 
     async def close(self) -> None:
         """Release the front's side of the worker (its HTTP client)."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,7 +25,7 @@ from teamrunner.config import DEFAULT_LOAD_THRESHOLD, Settings
 from teamrunner.workers import usable_cores, worker_count
 
 from conftest import Cloud
-from runner_process import DRAINING, RunnerProcess
+from runner_process import DRAINING, ROOT, RunnerProcess
 from scenarios import caller_says, voice_request
 
 CALL_A = "0a1b2c3d-4e5f-4a6b-8c7d-8e9fa0b1c2d3"
@@ -105,6 +107,59 @@ async def test_calls_go_to_the_least_loaded_worker_and_stops_to_the_one_holding_
     assert (await http.get(f"{url}/calls")).json() == {"calls": []}
 
 
+def descendants(pid: int) -> set[int]:
+    """Every process below ``pid``: its children, theirs, and so on (from ``/proc``)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue  # it ended meanwhile
+            # "pid (name) state ppid ...": the name may hold spaces and parentheses.
+            parents[int(entry.name)] = int(stat.rpartition(")")[2].split()[1])
+    found: set[int] = set()
+    below = {pid}
+    while below:
+        below = {child for child, parent in parents.items() if parent in below} - found
+        found |= below
+    return found
+
+
+async def until_ended(pids: set[int], timeout: float) -> None:
+    """Wait until every one of ``pids`` has exited (each is watched through a pidfd)."""
+    loop = asyncio.get_running_loop()
+    waits = []
+    for pid in pids:
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue  # already gone
+        ended = loop.create_future()
+        loop.add_reader(fd, ended.set_result, None)
+        waits.append((fd, ended))
+    try:
+        async with asyncio.timeout(timeout):
+            await asyncio.gather(*(ended for _, ended in waits))
+    finally:
+        for fd, _ in waits:
+            loop.remove_reader(fd)
+            os.close(fd)
+
+
+def metric_file_pids(worker_pid: int) -> set[int]:
+    """The processes that counted a metric: the pids in the workers' metric files' names.
+
+    The directory is the one the workers write in, read from a worker's environment.
+    """
+    environ = Path(f"/proc/{worker_pid}/environ").read_bytes().split(b"\0")
+    [directory] = [
+        v.split(b"=", 1)[1] for v in environ if v.startswith(b"PROMETHEUS_MULTIPROC_DIR=")
+    ]
+    # prometheus-client names each file by kind and pid: counter_123.db, gauge_livesum_123.db.
+    return {int(p.stem.rpartition("_")[2]) for p in Path(directory.decode()).glob("*.db")}
+
+
 async def test_health_ready_calls_and_metrics_answer_for_the_whole_runner(
     cloud: Cloud, pool: RunnerProcess, http: httpx.AsyncClient
 ) -> None:
@@ -154,6 +209,8 @@ async def test_health_ready_calls_and_metrics_answer_for_the_whole_runner(
     assert 'runner_calls_started_total{kind="single"} 2.0' in metrics
     assert "runner_workers_up 2.0" in metrics
     assert metrics.count("# TYPE runner_calls_started_total counter") == 1
+    # Only the workers count: nothing counted in the template they were forked from.
+    assert metric_file_pids(min(pids)) == pids
     assert "/run" in schema["paths"] and "/stop" in schema["paths"]
 
     for call_id in (CALL_A, CALL_B):
@@ -275,6 +332,31 @@ async def test_sigterm_to_the_front_drains_every_worker_and_it_exits_0(
     assert closes and all(c.closed_by == "runner" and c.close_code == 1000 for c in closes)
     assert status == 0
     assert pool.log.count("exited (0)") == 2
+
+
+async def test_a_front_killed_outright_takes_its_workers_and_everything_it_started_with_it(
+    cloud: Cloud, pool: RunnerProcess, http: httpx.AsyncClient
+) -> None:
+    workers = {w["pid"] for w in (await http.get(f"{pool.url}/health")).json()["workers"]}
+    started = descendants(pool.pid)  # the workers, and the template they were forked from
+
+    pool.signal(signal.SIGKILL)  # no drain: the front cannot tell its workers anything
+    assert pool.wait(10) == -signal.SIGKILL
+    await until_ended(started, timeout=30)
+
+    assert workers < started
+
+
+def test_the_workers_template_starts_no_thread_when_it_imports_the_call_stack() -> None:
+    # Workers are forked from a process that has imported main and run: a thread started
+    # there would be missing in every worker, holding whatever lock it held at the fork.
+    script = "import threading, main, run; print(threading.active_count())"
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "1"
 
 
 async def test_the_front_answers_at_once_and_a_call_that_comes_early_waits_for_the_workers(
