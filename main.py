@@ -79,8 +79,9 @@ if TYPE_CHECKING:
     from pipecat.observers.base_observer import BaseObserver
     from pipecat.pipeline.worker import PipelineWorker
 
-# What a call imports: pipecat, the providers' SDKs and the per-call assembly.
-CALL_MODULES = ("run",)
+# What a call imports: pipecat, the per-call assembly, and the default LLM's service
+# (the provider registry imports each vendor's only when a call uses it).
+CALL_MODULES = ("run", "teamrunner.providers.openai_compatible")
 # What a pool's workers have imported before they are forked from their template: this
 # module by its import name (run as a script it is ``__main__``, which the template does
 # not import), and a call's modules.
@@ -183,7 +184,7 @@ async def _open(
         configure_logging(runtime.redactor, level=settings.log_level, json_lines=settings.log_json)
     else:
         install_redaction(runtime.redactor)
-    warmup = WarmUp(CALL_MODULES, runtime.shared.models, preload_names(settings.preload_models))
+    warmup = WarmUp(CALL_MODULES, runtime.shared, preload_names(settings.preload_models))
     if warm:
         await warmup.wait()
     else:

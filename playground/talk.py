@@ -211,7 +211,7 @@ class Talk:
             # A team that cannot be planned fails here, once; the first call comes up fast.
             models = speech_models(self._plan(str(uuid.uuid4())))
             try:
-                await WarmUp(("run",), self.runtime.shared.models, models).wait()
+                await WarmUp(("run",), self.runtime.shared, models).wait()
             except RuntimeError as e:
                 raise PlaygroundError(str(e)) from e
             self._serving = asyncio.get_running_loop().create_task(

@@ -4,10 +4,12 @@ The HTTP API comes up in well under a second, but a call needs pipecat, the
 provider SDKs and the speech models, which take seconds to import and load.
 Kept on the path to the first ``/health``, they would make every restart of
 the sidecar a window in which pipecat-manager's calls fail. So the runner
-serves at once, and a ``WarmUp`` imports the call stack and loads the models
-named in ``RUNNER_PRELOAD_MODELS`` in a worker thread: ``/ready`` says no until
-it is done, and a ``/run`` that arrives before then waits for it instead of
-failing.
+serves at once, and a ``WarmUp`` imports the call stack, readies the shared
+OpenAI clients' HTTP stack (the default LLM's) and loads the models named in
+``RUNNER_PRELOAD_MODELS`` in a worker thread: ``/ready`` says no until it is
+done, and a ``/run`` that arrives before then waits for it instead of failing.
+A first call of the default LLM then imports nothing; another vendor's
+service is imported by the first call that uses it.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from collections.abc import Sequence
 from loguru import logger
 
 from teamrunner.errors import ConfigError
-from teamrunner.speech.models import MODELS, SpeechModels
+from teamrunner.providers.resources import SharedResources
+from teamrunner.speech.models import MODELS
 
 
 def preload_names(setting: str) -> tuple[str, ...]:
@@ -40,19 +43,21 @@ def preload_names(setting: str) -> tuple[str, ...]:
 
 
 class WarmUp:
-    """Imports a call's modules and loads speech models off the event loop, once.
+    """Imports a call's modules, readies its HTTP stack and loads speech models, once.
+
+    Off the event loop.
 
     Args:
         modules: What a call imports (e.g. ``run``), imported in this order.
-        models: The process's speech models.
+        shared: What the process's calls share: its OpenAI clients and speech models.
         preload: The models to load now.
     """
 
     def __init__(
-        self, modules: Sequence[str], models: SpeechModels, preload: Sequence[str]
+        self, modules: Sequence[str], shared: SharedResources, preload: Sequence[str]
     ) -> None:
         self._modules = tuple(modules)
-        self._models = models
+        self._shared = shared
         self._preload = tuple(preload)
         self._done = asyncio.Event()
         self.failure: str | None = None
@@ -92,7 +97,8 @@ class WarmUp:
     def _warm(self) -> None:
         for module in self._modules:
             importlib.import_module(module)
-        self._models.preload(self._preload)
+        self._shared.openai_clients.prepare()
+        self._shared.models.preload(self._preload)
 
     async def close(self) -> None:
         if self._task is not None and not self._task.done():

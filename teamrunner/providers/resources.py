@@ -70,6 +70,17 @@ class OpenAIClients:
             self._clients[key] = client
         return client
 
+    def prepare(self) -> None:
+        """Import what a first client needs, as making one does, and keep no client.
+
+        The SDK's HTTP library imports its transport only as its first client
+        is made: without this, a tenth of a second or more of imports on the
+        first call. Blocking: run it off the event loop.
+        """
+        from openai import DefaultAsyncHttpxClient
+
+        DefaultAsyncHttpxClient()  # never used: it opened nothing, so there is nothing to close
+
     def __len__(self) -> int:
         return len(self._clients)
 

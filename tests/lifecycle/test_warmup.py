@@ -17,7 +17,7 @@ from simulators.manager import Caller
 
 from conftest import Cloud
 from runner_process import RunnerProcess
-from scenarios import voice_request
+from scenarios import CALL_ID, voice_request
 
 
 def test_health_answers_before_warm_and_ready_says_warming_up_until_then(
@@ -70,3 +70,32 @@ def test_an_unknown_model_to_preload_stops_the_runner_and_says_which_setting(
         runner.start()
 
     assert "RUNNER_PRELOAD_MODELS names kaldi" in runner.log
+
+
+async def test_a_first_call_after_ready_with_the_default_llm_imports_nothing(
+    cloud: Cloud, tmp_path: Path, http: httpx.AsyncClient
+) -> None:
+    # Python logs each import as it happens (to stderr, the runner's log) with this set.
+    environment = {**cloud.environment(), "PYTHONPROFILEIMPORTTIME": "1"}
+    runner = RunnerProcess(environment, tmp_path).start()
+    try:
+        warm = len(runner.log)
+        text_call = {k: v for k, v in voice_request().items() if not k.startswith(("stt", "tts"))}
+        call = cloud.manager.expect_call(CALL_ID, caller=Caller(Caller.silence(0.3)))
+        started = await http.post(f"{runner.url}/run", json=text_call)
+        await call.wait_rtvi("bot-llm-stopped", timeout=15)
+        during_call = runner.log[warm:]
+    finally:
+        runner.stop()
+
+    assert started.status_code == 200, started.text
+    assert call.bot_llm_text()  # the LLM answered, over the shared client
+    imported = [
+        line.rpartition("|")[2].strip()
+        for line in during_call.splitlines()
+        if line.startswith("import time:")
+    ]
+    # Left to the call, a few milliseconds: anyio's socket and stream classes, which it
+    # imports as the first connection is made, and pipecat's worker runner, looked up
+    # as a call's pipeline starts.
+    assert [m for m in imported if not m.startswith(("anyio.", "pipecat.workers.runner"))] == []

@@ -348,9 +348,14 @@ async def test_a_front_killed_outright_takes_its_workers_and_everything_it_start
 
 
 def test_the_workers_template_starts_no_thread_when_it_imports_the_call_stack() -> None:
-    # Workers are forked from a process that has imported main and run: a thread started
-    # there would be missing in every worker, holding whatever lock it held at the fork.
-    script = "import threading, main, run; print(threading.active_count())"
+    # Workers are forked from a process that has imported these: a thread started there
+    # would be missing in every worker, holding whatever lock it held at the fork.
+    script = (
+        "import importlib, threading, main\n"
+        "for module in main.WORKER_MODULES:\n"
+        "    importlib.import_module(module)\n"
+        "print(threading.active_count())"
+    )
     result = subprocess.run(
         [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60
     )
