@@ -14,6 +14,11 @@ two workers (``RUNNER_WORKERS=2``, the default on this 2-core machine);
 ``--root`` adds another checkout's ``main.py``, both ways (e.g. an older
 commit in a git worktree).
 
+Each row also gives the CPU seconds the runner's processes (the front, its
+workers and whatever else it started) spent until ``/ready``: on a shared
+machine the wall clock says as much about the neighbours as about the
+runner, and this figure does not.
+
 ``--phases`` prints instead where a worker's start goes: the CPU seconds of
 each step a worker takes before it is ready (``import main``, ``import run``,
 the models of ``RUNNER_PRELOAD_MODELS``), and of the largest libraries among
@@ -57,8 +62,36 @@ uvicorn.run(app, host="127.0.0.1", port=int(os.environ["RUNNER_PORT"]), log_leve
 """
 
 
-async def time_start(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
-    """Seconds from spawning ``command`` to ``/health`` answering 200, and to ``/ready``."""
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds spent so far by ``pid`` and every process below it (from ``/proc``).
+
+    Each process's own time and that of its children it has reaped; a
+    process that has ended and was not reaped by one of these is not counted.
+    """
+    stats: dict[int, list[str]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                # "pid (name) state ppid ...": fields after the name, from the state on.
+                stats[int(entry.name)] = (entry / "stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                continue
+    tree, below = {pid}, {pid}
+    while below:
+        below = {p for p, fields in stats.items() if int(fields[1]) in below} - tree
+        tree |= below
+    ticks = sum(sum(int(v) for v in stats[p][11:15]) for p in tree if p in stats)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+async def time_start(
+    command: list[str], cwd: Path, env: dict[str, str]
+) -> tuple[float, float, float]:
+    """Seconds from spawning ``command`` to ``/health`` answering 200, and to ``/ready``.
+
+    And the CPU seconds its processes spent until ``/ready``: on a shared
+    machine, what the start itself cost, whatever else the cores were doing.
+    """
     port = env["RUNNER_PORT"]
     started = time.monotonic()
     process = await asyncio.create_subprocess_exec(
@@ -76,13 +109,14 @@ async def time_start(command: list[str], cwd: Path, env: dict[str, str]) -> tupl
                 except httpx.TransportError:
                     answer = None
                 if answer is not None and health is not None and answer.status_code == 404:
-                    return health, health  # a runner with no /ready (older than readiness)
+                    # A runner with no /ready (older than readiness).
+                    return health, health, tree_cpu_seconds(process.pid)
                 if answer is not None and answer.status_code == 200:
                     now = time.monotonic() - started
                     if health is None:
                         health = now
                         continue  # /ready may already answer too
-                    return health, now
+                    return health, now, tree_cpu_seconds(process.pid)
                 await asyncio.sleep(POLL_SECS)
         raise TimeoutError(f"{command} was not ready within {TIMEOUT_SECS:g}s")
     finally:
@@ -121,15 +155,18 @@ async def main(rounds: int, old_root: Path | None) -> None:
                     workers,
                 )
             )
-    figures: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name, *_ in runs}
+    figures: dict[str, tuple[list[float], list[float], list[float]]] = {
+        name: ([], [], []) for name, *_ in runs
+    }
     for _ in range(rounds):  # interleaved, so a noisy moment touches every row alike
         for name, command, cwd, workers in runs:
-            health, ready = await time_start(command, cwd, environment(workers))
-            figures[name][0].append(health)
-            figures[name][1].append(ready)
+            for figure, value in zip(
+                figures[name], await time_start(command, cwd, environment(workers)), strict=True
+            ):
+                figure.append(value)
     base_health = median(figures[runs[0][0]][0])
     rows = []
-    for name, (to_health, to_ready) in figures.items():
+    for name, (to_health, to_ready, cpu) in figures.items():
         rows.append(
             [
                 name,
@@ -139,6 +176,7 @@ async def main(rounds: int, old_root: Path | None) -> None:
                 f"{median(to_health) / base_health:.2f}",
                 f"{median(to_ready):.2f}",
                 f"{max(to_ready):.2f}",
+                f"{median(cpu):.2f}",
             ]
         )
     print(
@@ -151,6 +189,7 @@ async def main(rounds: int, old_root: Path | None) -> None:
                 "/health vs baseline",
                 "to /ready p50 s",
                 "max s",
+                "CPU s to /ready p50",
             ],
             rows,
         )

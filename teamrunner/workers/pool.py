@@ -1,7 +1,8 @@
 """The worker processes behind the front: placing calls, routing stops, replacing the dead.
 
-``WorkerPool`` starts ``RUNNER_WORKERS`` workers and waits until every one
-is ready (imported, models loaded); the front answers ``/health`` meanwhile
+``WorkerPool`` forks ``RUNNER_WORKERS`` workers from their template
+(``teamrunner.workers.process``) and waits until every one is ready (its
+speech models loaded); the front answers ``/health`` meanwhile
 and is ready once the pool has started. It knows
 which worker holds which call: a ``/run`` is offered to the workers in turn,
 those with room and the fewest calls first (``candidates``), a ``/stop`` goes to the worker holding
