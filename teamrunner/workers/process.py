@@ -2,8 +2,8 @@
 
 A worker is forked from a template (``multiprocessing``'s forkserver start
 method): an interpreter the front starts once, which imports the worker's
-module and the call stack (``main`` and ``run``) and then forks
-every worker from there, the first ones and their replacements. A worker
+module and the call stack (``main.WORKER_MODULES``) and then forks every
+worker from there, the first ones and their replacements. A worker
 thus starts with pipecat and the providers' SDKs already imported (two of
 the two and a half seconds a fresh interpreter takes) and loads only its
 speech models; and on two cores the workers no longer import everything
