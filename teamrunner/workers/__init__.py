@@ -15,6 +15,7 @@ is one pod's cores, and nothing more distributed.
 
     cores.py    how many workers: RUNNER_WORKERS, or the cores the process may use
     process.py  one worker process: started, watched, spoken to over its socket
+    link.py     the front's line to one worker: HTTP/1.1 on connections it keeps
     pool.py     the workers: placement, stop routing, replacement, drain
     front.py    the front's HTTP application, answering for the whole runner
 
