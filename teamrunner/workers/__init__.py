@@ -18,6 +18,7 @@ is one pod's cores, and nothing more distributed.
     link.py     the front's line to one worker: HTTP/1.1 on connections it keeps
     pool.py     the workers: placement, stop routing, replacement, drain
     front.py    the front's HTTP application, answering for the whole runner
+    relay.py    the front's /run and /stop, passed to their worker below FastAPI
 
 With ``RUNNER_WORKERS=1`` none of this runs: the process is the runner, as before.
 """
