@@ -13,7 +13,8 @@ worker on a socket of the front's own needs none of what they offer
 (redirects, cookies, proxies, TLS, encodings).
 
 A request takes an idle connection or opens one; many can be in flight at
-once, each on its own connection. A connection the worker closed, or
+once, each on its own connection, and a few stay open for the next
+requests (``MAX_IDLE``). A connection the worker closed, or
 answered with ``Connection: close``, is dropped; so is one idle for half the
 worker's keep-alive, before the worker would close it under a request. Every
 way a request can fail (no connection, the connection lost before the whole
@@ -30,6 +31,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import httptools
+
+# Idle connections kept to one worker: enough for the front's own questions and a burst
+# of calls; a connection beyond them is closed once its answer is in.
+MAX_IDLE = 8
 
 
 class WorkerGone(Exception):
@@ -194,7 +199,8 @@ class WorkerLink:
     def _release(self, connection: _Connection) -> None:
         """Back to the idle ones if it finished its answer and stays open; closed otherwise."""
         self._busy.discard(connection)
-        if connection.closed or connection.busy:
-            connection.close()  # closed, or given up on mid-answer: its bytes are not the next's
+        # Closed, given up on mid-answer (its bytes are not the next request's), or one too many.
+        if connection.closed or connection.busy or len(self._idle) >= MAX_IDLE:
+            connection.close()
         else:
             self._idle.append(connection)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from teamrunner.workers.link import WorkerGone, WorkerLink
+from teamrunner.workers.link import MAX_IDLE, WorkerGone, WorkerLink
 
 # Answers a request (its head and body) on a connection, or returns False to close it.
 Script = Callable[[bytes, bytes, asyncio.StreamWriter], Awaitable[bool]]
@@ -31,7 +31,7 @@ class ScriptedWorker:
         self.script = script
         self.connections = 0
         self.requests: list[tuple[bytes, bytes]] = []
-        self.closed = asyncio.Event()  # a client closed a connection
+        self.ends: asyncio.Queue[None] = asyncio.Queue()  # one item per connection a client ended
         self.server: asyncio.Server | None = None
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -41,7 +41,7 @@ class ScriptedWorker:
                 try:
                     head = await reader.readuntil(b"\r\n\r\n")
                 except asyncio.IncompleteReadError:
-                    self.closed.set()
+                    self.ends.put_nowait(None)
                     return
                 length = next(
                     (
@@ -117,6 +117,26 @@ async def test_an_answer_split_in_pieces_comes_back_whole_and_the_connection_is_
     assert b"content-length: 0\r\n" in stop_head and stop_body == b""
 
 
+async def test_a_burst_opens_a_connection_per_request_and_keeps_a_few(
+    worker: Callable[[Script], Awaitable[ScriptedWorker]],
+) -> None:
+    scripted = await worker(in_pieces)
+    link = link_to(scripted)
+    burst = MAX_IDLE + 4
+
+    answers = await asyncio.gather(
+        *(link.request("GET", "/calls", timeout=5) for _ in range(burst))
+    )
+    for _ in range(burst - MAX_IDLE):  # the ones beyond MAX_IDLE are closed
+        await asyncio.wait_for(scripted.ends.get(), 5)
+    for _ in range(MAX_IDLE):  # the kept ones carry the next requests, one after another
+        await link.request("GET", "/calls", timeout=5)
+    await link.close()
+
+    assert all(a.status == 409 for a in answers)
+    assert scripted.connections == burst  # the kept ones carried the requests after
+
+
 async def test_a_worker_that_closes_mid_answer_is_gone_and_the_next_request_works(
     worker: Callable[[Script], Awaitable[ScriptedWorker]],
 ) -> None:
@@ -151,7 +171,7 @@ async def test_a_worker_silent_past_the_time_is_gone_and_its_connection_closed(
     with pytest.raises(WorkerGone, match=r"worker 1 did not answer within 0\.2s"):
         await link.request("GET", "/calls", timeout=0.2)
     # A late answer on that connection could be taken for the next request's: it is closed.
-    await asyncio.wait_for(scripted.closed.wait(), 5)
+    await asyncio.wait_for(scripted.ends.get(), 5)
 
 
 async def test_an_answer_that_closes_the_connection_is_not_followed_on_it(
