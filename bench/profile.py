@@ -50,11 +50,15 @@ PARTS: list[tuple[str, tuple[str, ...]]] = [
 # The same for a pool's front, which runs no call: its parts are HTTP in and out, each
 # sample counted where it is innermost.
 FRONT_PARTS: list[tuple[str, tuple[str, ...]]] = [
-    ("the request to the worker (aiohttp, over its Unix socket)", ("aiohttp/",)),
+    (
+        "the request to the worker (over its Unix socket)",
+        ("aiohttp/", "teamrunner/workers/link.py"),
+    ),
+    # The transport uvicorn writes the answer through (one write per answer).
+    ("uvicorn (HTTP in, the answer out)", ("uvicorn/", "teamrunner/serving/protocol.py")),
     ("the runner's edge (teamrunner.serving)", ("teamrunner/serving/",)),
     ("the front's own code (teamrunner.workers)", ("teamrunner/workers/",)),
     ("FastAPI and starlette (routing, middleware)", ("fastapi/", "starlette/")),
-    ("uvicorn (HTTP in, the answer out)", ("uvicorn/",)),
 ]
 LOCATION = re.compile(r" \((?P<file>[^()]*?):\d+\)$")
 

@@ -1,4 +1,4 @@
-"""The one shape of the runner's HTTP clients: to pipecat-manager, a remote policy, a worker.
+"""The one shape of the runner's HTTP clients to peers across a network: pipecat-manager, a policy.
 
 A ``PeerClient`` holds one connection pool to one peer, made on its first
 request, so a process that never asks a peer never imports aiohttp for it.
@@ -7,8 +7,10 @@ runner's timeout policy: a peer that is slow costs a bounded time, never an
 open-ended one), and its answer is read whole. Every way a request can fail
 becomes one typed error naming the peer (``PeerTimeout``, ``PeerUnreachable``,
 ``PeerFailed``: ``teamrunner.errors``), so each client says what a failure
-means for it (an error result for the LLM, a stay, a worker gone) from one
-mapping. What a failure means, and whether to retry, is the caller's.
+means for it (an error result for the LLM, a stay) from one mapping. What a
+failure means, and whether to retry, is the caller's. A pool's front speaks to
+its workers, on sockets of its own, with a client cut to that one peer
+(``teamrunner.workers.link``).
 """
 
 from __future__ import annotations
@@ -42,10 +44,9 @@ class PeerClient:
     """HTTP requests to one peer, over one connection pool made on the first.
 
     Args:
-        peer: Names the peer in every error (``pipecat-manager``, ``remote policy``, ``worker 2``).
+        peer: Names the peer in every error (``pipecat-manager``, ``remote policy``).
         base_url: Prefixed to every request's path, if given.
         headers: Sent with every request (a bearer token, say).
-        unix_socket: Connect over this Unix socket instead of TCP.
         connection_limit: At most this many connections at once (aiohttp's default if None).
         keepalive_secs: An idle connection is kept this long (aiohttp's default if None).
     """
@@ -56,14 +57,12 @@ class PeerClient:
         *,
         base_url: str | None = None,
         headers: Mapping[str, str] | None = None,
-        unix_socket: str | None = None,
         connection_limit: int | None = None,
         keepalive_secs: float | None = None,
     ) -> None:
         self.peer = peer
         self._base_url = base_url
         self._headers = dict(headers or {})
-        self._unix_socket = unix_socket
         self._pool: dict[str, Any] = {}
         if connection_limit is not None:
             self._pool["limit"] = connection_limit
@@ -132,12 +131,9 @@ class PeerClient:
         import aiohttp
 
         if self._session is None or self._session.closed:
-            connector: aiohttp.BaseConnector = (
-                aiohttp.UnixConnector(path=self._unix_socket)
-                if self._unix_socket is not None
-                else aiohttp.TCPConnector(**self._pool)
-            )
             self._session = aiohttp.ClientSession(
-                base_url=self._base_url, headers=self._headers, connector=connector
+                base_url=self._base_url,
+                headers=self._headers,
+                connector=aiohttp.TCPConnector(**self._pool),
             )
         return self._session

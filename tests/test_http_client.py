@@ -1,7 +1,7 @@
 """The one HTTP client shape: answers read whole, each failure a typed error naming the peer.
 
-Each test runs the real client against a real server on loopback (or a Unix
-socket, as a pool's front reaches its workers), or against nothing at all.
+Each test runs the real client against a real server on loopback, or against
+nothing at all.
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 from aiohttp import web
@@ -91,22 +90,10 @@ async def test_a_connection_dropped_before_the_answer_is_a_failure_naming_its_ki
 
     server = await asyncio.start_server(hang_up, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    client = PeerClient("worker 1")
+    client = PeerClient("remote policy")
     with pytest.raises(PeerFailed) as failed:
         await client.request("GET", f"http://127.0.0.1:{port}/health", timeout=5)
     await client.close()
     server.close()
     await server.wait_closed()
-    assert str(failed.value) == "worker 1: the connection failed: ServerDisconnectedError"
-
-
-async def test_a_peer_on_a_unix_socket_is_reached_by_its_base_url(tmp_path: Path) -> None:
-    runner = web.AppRunner(peer_app(), handle_signals=False, shutdown_timeout=0.1)
-    await runner.setup()
-    path = str(tmp_path / "peer.sock")
-    await web.UnixSite(runner, path).start()
-    client = PeerClient("worker 0", base_url="http://worker", unix_socket=path)
-    answer = await client.request("POST", "/answer", data=b"hi", timeout=5)
-    await client.close()
-    await runner.cleanup()
-    assert (answer.status, answer.body) == (503, b"echo:hi")
+    assert str(failed.value) == "remote policy: the connection failed: ServerDisconnectedError"

@@ -45,16 +45,39 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 def error_answer(
     on_refused: OnRefused,
-    request: Request,
+    method: str,
+    path: str,
     status: int,
     message: str,
     problems: list[Problem] | None = None,
     headers: dict[str, str] | None = None,
 ) -> JSONResponse:
     """Report a refusal, and answer it in the error shape."""
-    on_refused(request.method, request.url.path, status, message)
+    on_refused(method, path, status, message)
     items = [ProblemItem(field=p.field, message=p.message) for p in problems or []]
     return JSONResponse(error_body(message, items), status_code=status, headers=headers)
+
+
+def runner_error_answer(
+    on_refused: OnRefused,
+    redact: Callable[[str], str],
+    method: str,
+    path: str,
+    error: RequestError | StartError,
+) -> JSONResponse:
+    """The answer to one of the runner's own errors: a refused request, a call that did not start.
+
+    The exception handlers answer with it, and so does what serves a route
+    below FastAPI (the front's ``/run`` and ``/stop``), so both answer alike.
+    """
+    if isinstance(error, StartError):
+        message = redact(f"call could not start: {error}")
+        problems = [Problem(error.component, redact(error.reason))]
+        return error_answer(on_refused, method, path, 500, message, problems)
+    headers = {"Retry-After": str(error.retry_after)} if error.retry_after else None
+    return error_answer(
+        on_refused, method, path, error.status, error.message, error.problems, headers
+    )
 
 
 def install_error_answers(
@@ -69,7 +92,8 @@ def install_error_answers(
         problems: list[Problem] | None = None,
         headers: dict[str, str] | None = None,
     ) -> JSONResponse:
-        return error_answer(on_refused, request, status, message, problems, headers)
+        method, path = request.method, request.url.path
+        return error_answer(on_refused, method, path, status, message, problems, headers)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_shape(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -87,13 +111,11 @@ def install_error_answers(
 
     @app.exception_handler(RequestError)
     async def refused(request: Request, exc: RequestError) -> JSONResponse:
-        headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
-        return answer(request, exc.status, exc.message, exc.problems, headers)
+        return runner_error_answer(on_refused, redact, request.method, request.url.path, exc)
 
     @app.exception_handler(StartError)
     async def not_started(request: Request, exc: StartError) -> JSONResponse:
-        message = redact(f"call could not start: {exc}")
-        return answer(request, 500, message, [Problem(exc.component, redact(exc.reason))])
+        return runner_error_answer(on_refused, redact, request.method, request.url.path, exc)
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:

@@ -21,6 +21,7 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from loguru import logger
 from prometheus_client import Counter
+from starlette.middleware import Middleware
 
 from teamrunner.config import Settings
 from teamrunner.errors import AtCapacity, Draining
@@ -63,6 +64,7 @@ def runner_app(
     *,
     behind_front: bool = False,
     openapi: bool = True,
+    inner: Middleware | None = None,
 ) -> FastAPI:
     """The application, with the edge installed and no routes yet.
 
@@ -73,6 +75,7 @@ def runner_app(
         redact: Scrubs keys from text an answer or a log line would carry.
         behind_front: It is a pool's worker (``install_edge`` says what that leaves out).
         openapi: It serves ``/openapi.json`` itself (a front passes on a worker's).
+        inner: Serves some requests below the routes, inside the edge (``install_edge``).
     """
 
     @asynccontextmanager
@@ -91,7 +94,7 @@ def runner_app(
         redoc_url=None,
         openapi_url="/openapi.json" if openapi else None,
     )
-    install_edge(app, settings, on_refused, redact, behind_front=behind_front)
+    install_edge(app, settings, on_refused, redact, behind_front=behind_front, inner=inner)
     return app
 
 

@@ -7,6 +7,7 @@ Outermost first::
     AllowedHosts       the Host header names the runner (DNS rebinding)
     BearerToken        RUNNER_API_TOKEN, when set, on everything but the probes
     BodyLimits         the body whole, within RUNNER_MAX_BODY_BYTES and RUNNER_BODY_TIMEOUT_SECS
+    (inner)            what an application serves below its routes (a pool's front: /run, /stop)
     JSONBodyRoute      the body parsed by one bounded parser; what it refuses is a 422
 
 and every error any of them, or a route, raises is answered in the one
@@ -28,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from fastapi import FastAPI
+from starlette.middleware import Middleware
 
 from teamrunner.config import Settings
 from teamrunner.serving.access import AllowedHosts, BearerToken, allowed_hosts
@@ -44,6 +46,7 @@ def install_edge(
     redact: Callable[[str], str],
     *,
     behind_front: bool = False,
+    inner: Middleware | None = None,
 ) -> None:
     """Install the edge on ``app``, before its routes are added.
 
@@ -52,11 +55,16 @@ def install_edge(
         redact: Scrubs keys from text an answer or a log line would carry.
         behind_front: ``app`` is a pool's worker: its front listens for the probes and
             checks Host and token.
+        inner: Middleware that sees a request once every check has passed, before
+            the routes (it answers its own refusals: the exception handlers are
+            inside it).
     """
     # FastAPI's hook for how a route reads its request (its documented way to set it).
     app.router.route_class = JSONBodyRoute
     install_error_answers(app, on_refused, redact)
     # Starlette runs the middleware added last first.
+    if inner is not None:
+        app.add_middleware(inner.cls, *inner.args, **inner.kwargs)
     app.add_middleware(
         BodyLimits,
         max_body_bytes=settings.max_body_bytes,

@@ -16,8 +16,10 @@ is one pod's cores, and nothing more distributed.
 
     cores.py    how many workers: RUNNER_WORKERS, or the cores the process may use
     process.py  one worker process: forked, watched, spoken to over its socket
+    link.py     the front's line to one worker: HTTP/1.1 on connections it keeps
     pool.py     the workers: placement, stop routing, replacement, drain
     front.py    the front's HTTP application, answering for the whole runner
+    relay.py    the front's /run and /stop, passed to their worker below FastAPI
 
 With ``RUNNER_WORKERS=1`` none of this runs: the process is the runner, as before.
 """

@@ -40,21 +40,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import FastAPI, Query, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi import FastAPI, Query
+from fastapi.responses import Response
 from loguru import logger
 from pydantic import BaseModel
+from starlette.middleware import Middleware
 
 from teamrunner.config import Settings
 from teamrunner.contract import CallId
-from teamrunner.errors import (
-    AtCapacity,
-    Draining,
-    NoWorker,
-    SessionNotFound,
-    StartError,
-    WorkerStartError,
-)
+from teamrunner.errors import NoWorker, WorkerStartError
 from teamrunner.observe.logs import configure_logging
 from teamrunner.observe.metrics import CONTENT_TYPE, PoolMetrics
 from teamrunner.observe.redaction import Redactor
@@ -64,23 +58,14 @@ from teamrunner.responses import (
     LoadReport,
     Providers,
     Ready,
-    Stopped,
     error_responses,
 )
 from teamrunner.serving.app import Closer, Refusals, Unavailable, not_ready, runner_app
-from teamrunner.serving.json_body import parse_json
 from teamrunner.serving.listeners import listening_on, listening_sockets
 from teamrunner.serving.server import Drain, RunnerHTTPServer, uvicorn_config
 from teamrunner.workers.pool import WorkerPool
-from teamrunner.workers.process import (
-    Answer,
-    WorkerGone,
-    WorkerProcess,
-    WorkerTarget,
-    start_template,
-)
-
-NOT_FOUND = "no call with that id is running; GET /calls lists the running calls"
+from teamrunner.workers.process import WorkerProcess, WorkerTarget, start_template
+from teamrunner.workers.relay import CallRelay, passed, stop_on_holder
 
 
 class WorkerHealth(BaseModel):
@@ -110,6 +95,7 @@ class PoolReady(Ready):
 def create_front_app(settings: Settings, pool: WorkerPool) -> FastAPI:
     """The front's application over ``pool``; the pool starts with it and ends with it."""
     redactor = Redactor(settings.secrets())
+    app: FastAPI  # made below; the closures here read it once it serves
 
     async def start_pool() -> None:
         try:
@@ -148,62 +134,30 @@ def create_front_app(settings: Settings, pool: WorkerPool) -> FastAPI:
         return Unavailable.CAPACITY if pool.ready else Unavailable.NO_WORKER
 
     refusals = Refusals(lambda: pool.metrics.calls_refused, unavailable)
+    relay = Middleware(
+        CallRelay,
+        pool=pool,
+        settings=settings,
+        refusals=refusals,
+        redact=redactor.redact,
+        starting=lambda: app.state.starting,
+    )
     # A worker's schema is served instead (``_add_probe_routes``): the same routes and answers.
-    app = runner_app(settings, open_pool, refusals, redactor.redact, openapi=False)
+    app = runner_app(settings, open_pool, refusals, redactor.redact, openapi=False, inner=relay)
     app.state.start_failed = False
     app.state.exit = lambda: None  # serve_front sets it: end the server
-    _add_call_routes(app, settings, pool, refusals)
+    _add_call_routes(app, pool)
     _add_probe_routes(app, settings, pool)
     return app
 
 
-def _add_call_routes(
-    app: FastAPI, settings: Settings, pool: WorkerPool, refusals: Refusals
-) -> None:
-    """The routes that drive calls, each passed on to the worker it concerns."""
-
-    async def run(request: Request) -> Response:
-        """Offer a call to the workers in turn; the answer is passed on as it is."""
-        body = await request.body()
-        if not pool.started and not pool.draining:
-            # Go does not retry a /run: one that comes while the workers warm up waits.
-            await asyncio.wait({app.state.starting}, timeout=settings.start_timeout_secs)
-        if pool.draining:
-            raise Draining("the runner is shutting down; start the call on another runner")
-        call_id = _call_id(body)
-        holder = pool.holder(call_id) if call_id is not None else None
-        if holder is not None:
-            return _passed(await _start_on(pool, holder, call_id, body, request))  # 409
-        if not pool.ready:
-            raise NoWorker("no worker process is up yet (starting or being replaced)")
-        if not await pool.under_cap():
-            raise AtCapacity(
-                f"at capacity: {pool.calls} of {settings.max_calls} calls (RUNNER_MAX_CALLS); "
-                "try again shortly or on another runner"
-            )
-        answer = await _offer(pool, call_id, body, request)
-        if answer.status == 503:
-            # Workers leave a refusal for their load to the front: another may have taken it.
-            refusals("POST", "/run", 503, json.loads(answer.body)["error"])
-        return _passed(answer)
-
-    # A plain route: the body goes to a worker untouched, so FastAPI's parameter handling
-    # (a tenth of the front's CPU per call) has nothing to do, and the schema is a worker's.
-    app.router.add_route("/run", run, methods=["POST"])
+def _add_call_routes(app: FastAPI, pool: WorkerPool) -> None:
+    """What the relay (``relay.py``) leaves to routes: the calls, and a stop of no held call."""
 
     @app.post("/stop", responses=error_responses(401, 404, 422))
     async def stop(id: Annotated[CallId, Query()]) -> Response:
-        """Stop a call on the worker that holds it."""
-        worker = pool.holder(id)
-        if worker is None:
-            raise SessionNotFound(NOT_FOUND)
-        try:
-            return _passed(await pool.stop_call(worker, id))
-        except WorkerGone:
-            if not worker.ended.is_set():
-                raise
-            # Its worker ended, and with it everything the call held.
-            return JSONResponse(Stopped(id=id).model_dump())
+        """Stop a call on the worker that holds it (the relay passes on a held one first)."""
+        return await stop_on_holder(pool, id)
 
     @app.get("/calls", responses=error_responses(401))
     async def calls() -> dict[str, list[dict[str, Any]]]:
@@ -268,7 +222,7 @@ def _add_probe_routes(app: FastAPI, settings: Settings, pool: WorkerPool) -> Non
         answers = await pool.ask("/openapi.json")
         if not answers:
             raise NoWorker("no worker process is up yet (starting or being replaced)")
-        return _passed(answers[0][1])
+        return passed(answers[0][1])
 
 
 def _not_ready(pool: WorkerPool, settings: Settings) -> str | None:
@@ -294,51 +248,6 @@ def _not_ready(pool: WorkerPool, settings: Settings) -> str | None:
 def _admitting(pool: WorkerPool) -> list[WorkerProcess]:
     """The ready workers that would admit a voice call, as each last reported."""
     return [w for w in pool.ready if w.admits(CallKind.VOICE)]
-
-
-async def _offer(pool: WorkerPool, call_id: str | None, body: bytes, request: Request) -> Answer:
-    """Offer the call to each worker in turn (``candidates``) until one takes it.
-
-    Each judges its own load. A body with no id is not the contract's shape,
-    and the first worker says what is wrong with it.
-    """
-    answer: Answer | None = None
-    for worker in pool.candidates():
-        answer = await _start_on(pool, worker, call_id, body, request)
-        if answer.status != 503 or call_id is None:
-            break
-    assert answer is not None, "there is a ready worker"
-    return answer
-
-
-async def _start_on(
-    pool: WorkerPool, worker: WorkerProcess, call_id: str | None, body: bytes, request: Request
-) -> Answer:
-    """Offer the call to ``worker``; its answer as it gave it."""
-    try:
-        return await pool.start_call(worker, call_id, body, request.headers.get("content-type"))
-    except WorkerGone as e:
-        raise StartError(
-            "runner worker", f"worker {worker.index} ended before the call came up"
-        ) from e
-
-
-def _call_id(body: bytes) -> str | None:
-    """The call's id, if the body is a JSON object with a string ``id``.
-
-    Read with the workers' own parser: a body it refuses has no id, and a
-    worker answers what is wrong with it, as it would to a single runner.
-    """
-    try:
-        value = parse_json(body)
-    except ValueError:
-        return None
-    call_id = value.get("id") if isinstance(value, dict) else None
-    return call_id if isinstance(call_id, str) else None
-
-
-def _passed(answer: Answer) -> Response:
-    return Response(answer.body, status_code=answer.status, headers=dict(answer.headers))
 
 
 def serve_front(

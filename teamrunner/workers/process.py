@@ -16,8 +16,8 @@ worker makes its own after the fork, as a fresh interpreter would.
 A worker serves the runner's own application, calls and all, on a Unix
 socket only the front can reach (the socket's directory is the front's, mode
 0700). The front speaks to it with the runner's public API (``/run``,
-``/stop``, ``/calls``, ``/health``) over that socket: there is no second
-protocol.
+``/stop``, ``/calls``, ``/health``) over that socket, on connections it keeps
+(``link.py``): there is no second protocol.
 
 The front learns that a worker ended from the process's sentinel (the
 template reports the exit, however it exits), watched by the front's event
@@ -43,16 +43,15 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
+from urllib.parse import urlencode
 
 from loguru import logger
 
 from teamrunner.config import Settings
-from teamrunner.errors import PeerError
-from teamrunner.http_client import PeerClient
 from teamrunner.responses import CallKind, LoadReport, ProcessHealth
+from teamrunner.workers.link import Answer, WorkerGone, WorkerLink
 
 # Runs in the new process: (settings, socket path, worker index).
 WorkerTarget = Callable[[Settings, str, int], None]
@@ -66,19 +65,6 @@ class WorkerState(StrEnum):
     READY = "ready"  # takes calls
     DRAINING = "draining"  # told to stop; its calls go on, it takes no new one
     ENDED = "ended"  # the process has exited
-
-
-class WorkerGone(Exception):
-    """The worker ended, or stopped answering, before it answered a request."""
-
-
-@dataclass(frozen=True)
-class Answer:
-    """A worker's answer, as it is passed on to the client."""
-
-    status: int
-    body: bytes
-    headers: Mapping[str, str]
 
 
 # The worker's answer headers the front passes on.
@@ -151,8 +137,8 @@ class WorkerProcess:
         self._settings = settings
         self._process: Any = None
         self._signals: list[signal.Signals] = []
-        self._http = PeerClient(
-            f"worker {index}", base_url="http://worker", unix_socket=self.socket
+        self._link = WorkerLink(
+            f"worker {index}", self.socket, keepalive_secs=settings.keepalive_secs
         )
 
     @property
@@ -253,13 +239,10 @@ class WorkerProcess:
         Raises:
             WorkerGone: no answer came (the worker ended, or ``timeout`` passed).
         """
-        headers = {"content-type": content_type} if content_type else None
-        try:
-            answer = await self._http.request(
-                method, path, params=params, data=body, headers=headers, timeout=timeout
-            )
-        except PeerError as e:
-            raise WorkerGone(f"worker {self.index}: {type(e.cause).__name__}: {e.cause}") from e
+        target = f"{path}?{urlencode(params)}" if params else path
+        answer = await self._link.request(
+            method, target, body=body or b"", content_type=content_type, timeout=timeout
+        )
         passed = {h: answer.headers[h] for h in PASSED_HEADERS if h in answer.headers}
         return Answer(answer.status, answer.body, passed)
 
@@ -283,5 +266,5 @@ class WorkerProcess:
             os.kill(pid, sig)
 
     async def close(self) -> None:
-        """Release the front's side of the worker (its HTTP client)."""
-        await self._http.close()
+        """Release the front's side of the worker (its connections)."""
+        await self._link.close()
