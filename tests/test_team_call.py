@@ -341,3 +341,32 @@ async def test_a_handoff_straight_after_the_start_waits_for_the_next_members_ear
     assert audio_by_language(cloud)["en-GB"] > 0
     # Still one socket per distinct setting.
     assert cloud.deepgram.connections_opened == 2
+
+
+async def test_a_member_whose_voice_refuses_the_key_is_refused_at_its_handoff_not_at_the_start(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    # Billing's voice (ElevenLabs) refuses the key: it connects after the call is up.
+    cloud.elevenlabs.refuse_connections = True
+    cloud.elevenlabs.refusal_status = 401
+    cloud.openai.push(
+        Reply.say("Welcome."),
+        Reply.call("transfer_to_billing"),
+        Reply.say("Billing is unavailable, but I can help."),
+    )
+    call = cloud.manager.expect_call(CALL_ID, caller=Caller(Caller.silence(0.2)))
+
+    response = await http.post(f"{runner.url}/run", json=team_request())
+
+    assert response.status_code == 200, response.text
+    await call.wait_rtvi("bot-llm-stopped", timeout=10)
+    await caller_says(cloud, "I have a billing question.")
+    third = (await cloud.openai.wait_for_requests(3, timeout=15))[2]
+    assert "could not transfer to Billing" in third.messages[-1]["content"]
+    await call.wait(
+        lambda c: "Billing is unavailable, but I can help." in c.bot_llm_text(),
+        10,
+        "the greeter carrying on",
+    )
+    assert call.member_switches == []
+    assert cloud.grok.requests == []
