@@ -88,7 +88,10 @@ class Routers:
             MemberSwitchError: a router knows no such member.
         """
         services = [router.service_for(member_id) for router in self._all]
-        await asyncio.gather(*(s.open() for s in self.waiting if s in services))
+        # Nearly always none: a handoff then neither waits nor yields.
+        unopened = [s for s in self.waiting if s in services and not s.opened]
+        if unopened:
+            await asyncio.gather(*(s.open() for s in unopened))
 
     def check_member(self, member_id: str) -> None:
         """Raise ``MemberSwitchError`` unless every router can switch to ``member_id`` now."""

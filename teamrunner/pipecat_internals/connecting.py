@@ -47,6 +47,13 @@ class ConnectsWhenOpened:
         """Whether the service is still waiting for ``open`` to connect."""
         return self._connect_deferred
 
+    @property
+    def opened(self) -> bool:
+        """Whether ``open`` has nothing to wait for: never deferred, or its attempt settled."""
+        if self._open_task is None:
+            return not self._connect_deferred
+        return self._open_task.done()
+
     async def open(self) -> None:
         """Connect now, if connecting was deferred; return once the attempt has settled.
 

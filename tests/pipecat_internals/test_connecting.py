@@ -80,13 +80,13 @@ async def test_a_deferred_service_starts_without_a_socket_and_opens_one_when_ask
     async with running(service):
         # The pipeline started (every processor set up and started): no handshake yet.
         assert sim.connections_opened == 0
-        assert service.connect_deferred
+        assert service.connect_deferred and not service.opened
 
         await asyncio.gather(service.open(), service.open())
         await service.open()
 
         assert sim.connections_opened == 1
-        assert not service.connect_deferred
+        assert not service.connect_deferred and service.opened
         await sim.wait_until(lambda: sim.active_connections == 1, 5)
     await sim.wait_until(lambda: sim.active_connections == 0, 5)
 
@@ -99,6 +99,7 @@ async def test_a_service_not_deferred_connects_with_its_pipeline_as_pipecats_doe
 
     async with running(service):
         assert sim.connections_opened == 1
+        assert service.opened
         await service.open()
         assert sim.connections_opened == 1
     await sim.wait_until(lambda: sim.active_connections == 0, 5)
