@@ -33,7 +33,6 @@ and ``teamrunner.lifecycle.session`` runs it.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, cast
@@ -87,7 +86,6 @@ class Call:
             with the name a failure is reported under.
         flow: Its members, and which has the call.
         slots: Its services, or routers over its members' services.
-        spoke: Set once the bot's first words are out.
         ending: Ends the call from inside, after a last line.
         voice: Watches the voice for stalls (None for a call that does not speak).
         activity: Times how long the call has been idle.
@@ -101,7 +99,6 @@ class Call:
     components: list[tuple[str, FrameProcessor]]
     flow: TeamFlow
     slots: Slots
-    spoke: asyncio.Event
     ending: CallEnding
     voice: VoiceWatch | None
     activity: ActivityWatch | None
@@ -125,15 +122,9 @@ class Call:
         """Queue what makes the first member speak, once the pipeline runs.
 
         Then connect the services that waited (the other members' voices and
-        ears, ``Routers.open_rest``): the call answered without their handshakes,
-        which would now compete with its first words, so a call that speaks
-        first opens them once those are out. A handoff before then opens its
-        member's at once (``Routers.ready_for``).
+        ears, ``Routers.open_rest``): the call answered without their handshakes.
         """
         await self.flow.start()
-        plan = self.plan
-        if plan.start_member.greeting or plan.opens_with_llm or plan.pending_turn:
-            await self.spoke.wait()
         await self.slots.open_rest()
 
     async def tell_manager_error(self, error: str, *, fatal: bool) -> None:
@@ -201,7 +192,6 @@ def build_call(
         components,
         flow,
         slots,
-        observer.spoke,
         ending,
         voice,
         activity,

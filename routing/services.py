@@ -12,9 +12,8 @@ no one to hand over to.
 Every service is built from its spec through the provider registry, once per
 distinct setting (``ServicePool``). Of a team's, only those the routers start
 on connect before the call answers; the others (the other members' voices
-and ears) connect once the call is up (``Routers.open_rest``, which the call
-runs once its first words are out: ``run.Call.begin``), or when a handoff
-first needs them (``Routers.ready_for``). Each is named twice: for the start-up error
+and ears) connect right after, or when a handoff first needs them
+(``Routers.open_rest``, ``Routers.ready_for``). Each is named twice: for the start-up error
 that names it if it does not come up ("TTS cartesia voice x (members: A, B)"),
 and by processor name for the call's metrics (its kind and provider). What
 the slots do with them (prompts, functions, flows) is the flow's business;
@@ -73,13 +72,8 @@ class Routers:
         return {}
 
     async def open_rest(self) -> None:
-        """Connect every service still waiting to (the call is up).
-
-        One at a time, so that their handshakes do not crowd the call's own
-        work; a handoff opens its member's at once meanwhile (``ready_for``).
-        """
-        for service in self.waiting:
-            await service.open()
+        """Connect every service still waiting to, all at once (the call is up)."""
+        await asyncio.gather(*(service.open() for service in self.waiting))
 
     async def ready_for(self, member_id: str) -> None:
         """Return once ``member_id``'s services are connected, connecting them now if need be.

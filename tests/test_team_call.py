@@ -370,23 +370,3 @@ async def test_a_member_whose_voice_refuses_the_key_is_refused_at_its_handoff_no
     )
     assert call.member_switches == []
     assert cloud.grok.requests == []
-
-
-async def test_the_other_members_connect_once_the_first_words_are_out(
-    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
-) -> None:
-    """Their handshakes would compete with the first words: they wait for them."""
-    cloud.cartesia.first_audio_delay = 0.5
-    cloud.openai.push(Reply.say("Welcome."))
-    call = cloud.manager.expect_call(CALL_ID, caller=Caller(Caller.silence(0.2)))
-
-    response = await http.post(f"{runner.url}/run", json=team_request())
-
-    assert response.status_code == 200, response.text
-    # The greeter's ears connected before the call answered; billing's (en-GB) wait.
-    await cloud.deepgram.wait_until(lambda: cloud.deepgram.connections_opened == 2, 5)
-    await call.wait(lambda c: bool(c.audio_chunks()), 5, "the first words")
-    greeter_ears, billing_ears = cloud.deepgram.handshakes
-    # The greeter's voice held its first audio for 0.5 s: billing connected after it.
-    assert billing_ears - greeter_ears >= 0.45
-    await cloud.elevenlabs.wait_until(lambda: cloud.elevenlabs.connections_opened == 1, 5)

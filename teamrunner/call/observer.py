@@ -16,7 +16,6 @@ goes through one observer queue and task, not one per observer.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 
 from openai import APITimeoutError
@@ -44,9 +43,6 @@ class CallObserver(BaseObserver):
             words are its first audio; otherwise its first text).
         voice: Watches the call's voice for stalls (None for a text session).
         activity: Times the call's idleness (None: it is not timed).
-
-    Attributes:
-        spoke: Set once the bot's first words are out.
     """
 
     def __init__(
@@ -65,7 +61,6 @@ class CallObserver(BaseObserver):
         self._voice = voice
         self._activity = activity
         self._latency = UserBotLatencyObserver()
-        self.spoke = asyncio.Event()
 
         @self._latency.event_handler("on_latency_measured")
         async def on_latency(observer: UserBotLatencyObserver, seconds: float) -> None:
@@ -83,7 +78,6 @@ class CallObserver(BaseObserver):
             self._activity.saw(frame)
         if isinstance(frame, self._words):
             self._journal.bot_output()
-            self.spoke.set()
         elif isinstance(frame, MetricsFrame):
             for metric in frame.data:
                 if isinstance(metric, TTFBMetricsData) and metric.processor in self._providers:

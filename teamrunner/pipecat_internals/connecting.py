@@ -11,8 +11,8 @@ exactly as pipecat's.
 
 The team routers use it for the services no member has at the start
 (``routing.services``): the call answers once the start member's services
-are connected, and the others connect once it is up, or when a handoff
-first needs them, whichever comes first. Imports pipecat only; a vendor's module
+are connected, and the others connect right after, or when a handoff first
+needs them, whichever comes first. Imports pipecat only; a vendor's module
 is loaded by whoever names its class.
 """
 
