@@ -217,7 +217,7 @@ async def _open(
 def _add_routes(app: FastAPI) -> None:
     @app.post("/run", responses=error_responses(400, 401, 408, 409, 413, 422, 500, 503))
     async def run(request: RunRequest) -> RunStarted:
-        """Start a call; answers once both sockets and every provider are up."""
+        """Start a call; answers once both sockets and the start member's providers are up."""
         runtime: Runtime = app.state.runtime
         plan = plan_call(request, runtime.settings)
         session = await app.state.sessions.start(plan)

@@ -85,6 +85,7 @@ class Call:
         components: Each processor that must come up for the call to start,
             with the name a failure is reported under.
         flow: Its members, and which has the call.
+        slots: Its services, or routers over its members' services.
         ending: Ends the call from inside, after a last line.
         voice: Watches the voice for stalls (None for a call that does not speak).
         activity: Times how long the call has been idle.
@@ -97,6 +98,7 @@ class Call:
     transport: CallTransport
     components: list[tuple[str, FrameProcessor]]
     flow: TeamFlow
+    slots: Slots
     ending: CallEnding
     voice: VoiceWatch | None
     activity: ActivityWatch | None
@@ -117,8 +119,13 @@ class Call:
             await self.policy.start()
 
     async def begin(self) -> None:
-        """Queue what makes the first member speak, once the pipeline runs."""
+        """Queue what makes the first member speak, once the pipeline runs.
+
+        Then connect the services that waited (the other members' voices and
+        ears, ``Routers.open_rest``): the call answered without their handshakes.
+        """
         await self.flow.start()
+        await self.slots.open_rest()
 
     async def tell_manager_error(self, error: str, *, fatal: bool) -> None:
         await self.transport.output().queue_frame(rtvi_error(error, fatal=fatal))
@@ -184,6 +191,7 @@ def build_call(
         transport,
         components,
         flow,
+        slots,
         ending,
         voice,
         activity,

@@ -285,6 +285,9 @@ class TeamFlow:
             try:
                 # The Go tools called with it go first (``teamrunner.call.tool_batch``).
                 await self._batch.tools_returned()
+                # The next member's connections, if they are not open yet (a handoff
+                # straight after the call answered): waited for before the check.
+                await self._slots.ready_for(target.id)
                 # Every router is asked first whether it can switch; only if all
                 # can does any switch. Checking, queueing the handoff line and
                 # switching run without yielding to the event loop, so no service

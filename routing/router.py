@@ -3,8 +3,10 @@
 Why pipecat's switchers: every wrapped service is set up, started, stopped and
 observed like any processor in a pipeline, and keeps its own queue; the Go
 side's previous runner replaced its services' ``push_frame`` by hand and lost
-all of that. Inactive services are set up and stay connected, so a switch
-costs no connect. A ``ServicePool`` builds one service per distinct setting,
+all of that. Inactive services are set up with the pipeline; those that
+connect to a provider connect once the call is up, in the background
+(``routing.services.Routers``), and stay connected, so a switch costs no
+connect. A ``ServicePool`` builds one service per distinct setting,
 so members that sound or hear alike share one instance and one connection.
 
 Why the STT and TTS routers switch by a frame: ``set_active_member`` queues a

@@ -10,7 +10,10 @@ switch to it; for ``Services`` no switch ever comes, since a team of one has
 no one to hand over to.
 
 Every service is built from its spec through the provider registry, once per
-distinct setting (``ServicePool``), and named twice: for the start-up error
+distinct setting (``ServicePool``). Of a team's, only those the routers start
+on connect before the call answers; the others (the other members' voices
+and ears) connect right after, or when a handoff first needs them
+(``Routers.open_rest``, ``Routers.ready_for``). Each is named twice: for the start-up error
 that names it if it does not come up ("TTS cartesia voice x (members: A, B)"),
 and by processor name for the call's metrics (its kind and provider). What
 the slots do with them (prompts, functions, flows) is the flow's business;
@@ -19,8 +22,9 @@ this module only makes, names and switches the services.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pipecat.processors.frame_processor import FrameProcessor
@@ -33,6 +37,7 @@ from routing.router import MemberRouting, ServicePool
 from routing.stt import RoutingSTTService
 from routing.tts import RoutingTTSService
 from teamrunner.errors import MemberSwitchError, StartError
+from teamrunner.pipecat_internals.connecting import ConnectsWhenOpened
 from teamrunner.plan import CallPlan, MemberPlan
 from teamrunner.providers import LLM, STT, TTS, LLMSpec, STTSpec, TTSSpec
 from teamrunner.providers.registry import Registry
@@ -41,11 +46,18 @@ from teamrunner.providers.resources import SharedResources
 
 @dataclass
 class Routers:
-    """The three routers of a call of several members; STT and TTS None when it has no audio."""
+    """The three routers of a call of several members; STT and TTS None when it has no audio.
+
+    ``waiting`` are the services no router starts on that connect to their
+    provider: set up without connecting, so the call answers without waiting
+    for their handshakes, they connect on ``open_rest`` once it is up, or when a
+    handoff first needs them (``ready_for``), whichever comes first.
+    """
 
     llm: RoutingLLMService
     stt: RoutingSTTService | None = None
     tts: RoutingTTSService | None = None
+    waiting: list[ConnectsWhenOpened] = field(default_factory=list)
 
     @property
     def llms(self) -> list[LLMService]:
@@ -58,6 +70,22 @@ class Routers:
     def built_models(self) -> dict[LLMService, str]:
         """The model each LLM was built with, where it is known: not for shared ones."""
         return {}
+
+    async def open_rest(self) -> None:
+        """Connect every service still waiting to, all at once (the call is up)."""
+        await asyncio.gather(*(service.open() for service in self.waiting))
+
+    async def ready_for(self, member_id: str) -> None:
+        """Return once ``member_id``'s services are connected, connecting them now if need be.
+
+        Raises:
+            MemberSwitchError: a router knows no such member.
+        """
+        services = [router.service_for(member_id) for router in self._all]
+        # Nearly always none: a handoff then neither waits nor yields.
+        unopened = [s for s in self.waiting if s in services and not s.opened]
+        if unopened:
+            await asyncio.gather(*(s.open() for s in unopened))
 
     def check_member(self, member_id: str) -> None:
         """Raise ``MemberSwitchError`` unless every router can switch to ``member_id`` now."""
@@ -106,6 +134,12 @@ class Services:
     def built_models(self) -> dict[LLMService, str]:
         """The one LLM was built with its member's model."""
         return {self.llm: self.model}
+
+    async def open_rest(self) -> None:
+        """Nothing waits: the one member's services connected with the pipeline."""
+
+    async def ready_for(self, member_id: str) -> None:
+        self.check_member(member_id)
 
     def check_member(self, member_id: str) -> None:
         if member_id != self.member_id:
@@ -195,7 +229,18 @@ class ServiceBuilder:
                 stall_secs=self._voice_stall,
             )
             self._name_pooled("TTS", ttss, tts_specs)
-        return Routers(llm=llm, stt=stt, tts=tts)
+        # Only what the start member uses connects before the call answers.
+        waiting: list[ConnectsWhenOpened] = [
+            service
+            for router in (stt, llm, tts)
+            if router is not None
+            for service in router.services
+            if service is not router.strategy.active_service
+            and isinstance(service, ConnectsWhenOpened)
+        ]
+        for service in waiting:
+            service.defer_connecting()
+        return Routers(llm=llm, stt=stt, tts=tts, waiting=waiting)
 
     def _builder(self, registry: Registry[Any, Any]) -> Callable[[Any], Any]:
         """A function building a service of ``registry`` for a spec."""

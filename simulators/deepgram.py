@@ -13,9 +13,10 @@ results do not depend on how fast a test feeds audio. Only mono ``linear16``
 audio is analysed; audio in any other encoding is counted but never answered.
 
 A test can drop the sockets mid-call (``close_connections``, as Deepgram does
-when it closes a stream) and keep the next handshakes waiting
-(``hold_handshakes`` until ``release_handshakes``), so a client's socket stays
-down for as long as the test needs; ``handshakes`` says when each one came.
+when it closes a stream) and keep the next handshakes waiting, all of them or
+one language's (``hold_handshakes`` until ``release_handshakes``), so a client's
+socket stays down for as long as the test needs; ``handshakes`` says when each
+one came.
 It can also send each final transcript ``final_delay`` seconds late, as a
 recogniser that has fallen behind does.
 
@@ -231,14 +232,17 @@ class DeepgramSimulator(ProviderSimulator[ListenConnection]):
         self.handshakes_waiting = 0
         self._admitting = asyncio.Event()
         self._admitting.set()
+        self._held_language: str | None = None
 
     def build_app(self) -> web.Application:
         app = web.Application()
         app.router.add_get(LISTEN_PATH, self._handle_listen)
         return app
 
-    def hold_handshakes(self) -> None:
-        """Keep every new connection waiting in its handshake until ``release_handshakes``."""
+    def hold_handshakes(self, language: str | None = None) -> None:
+        """Keep every new connection (or only those for ``language``) waiting in its
+        handshake until ``release_handshakes``."""
+        self._held_language = language
         self._admitting.clear()
 
     def release_handshakes(self) -> None:
@@ -268,7 +272,8 @@ class DeepgramSimulator(ProviderSimulator[ListenConnection]):
 
     async def _handle_listen(self, request: web.Request) -> web.StreamResponse:
         self.handshakes.append(time.monotonic())
-        if not self._admitting.is_set():
+        held = self._held_language in (None, request.query.get("language"))
+        if not self._admitting.is_set() and held:
             self.handshakes_waiting += 1
             await self.notify()
             try:

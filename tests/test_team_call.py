@@ -12,6 +12,8 @@ carries the new voice, and pipecat-manager was told of the switch.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
 
 import httpx
 
@@ -62,7 +64,9 @@ async def test_transitions_switch_prompt_tools_llm_voice_and_ears(
 
     assert response.status_code == 200, response.text
     assert response.json()["team"] is True
-    # Three members, two distinct STT settings (en, en-GB): two Deepgram connections.
+    # Three members, two distinct STT settings (en, en-GB): two Deepgram connections,
+    # billing's opened once the call is up.
+    await cloud.deepgram.wait_until(lambda: cloud.deepgram.connections_opened >= 2, 5)
     assert cloud.deepgram.connections_opened == 2
     await call.wait_rtvi("bot-llm-stopped", count=1, timeout=10)
     [greeting] = cloud.openai.requests
@@ -161,6 +165,9 @@ async def test_members_with_equal_settings_share_one_connection(
 
     assert response.status_code == 200, response.text
     await call.wait_rtvi("bot-llm-stopped", timeout=10)
+    # The members the call did not start with connect once it is up.
+    await cloud.elevenlabs.wait_until(lambda: cloud.elevenlabs.connections_opened >= 1, 5)
+    await cloud.deepgram.wait_until(lambda: cloud.deepgram.connections_opened >= 2, 5)
     assert cloud.cartesia.connections_opened + cloud.elevenlabs.connections_opened == 2
     assert cloud.cartesia.connections_opened == 1
     assert cloud.deepgram.connections_opened == 2
@@ -295,3 +302,71 @@ async def test_a_members_own_vad_settings_apply_while_it_has_the_call(
     await caller_says(cloud, "Back to the front desk.")
     await call.wait(lambda c: "Back at the front desk." in c.bot_llm_text(), 15, "greeter")
     assert (vad.params.stop_secs, vad.params.confidence) == (0.3, 0.7)
+
+
+async def test_a_handoff_straight_after_the_start_waits_for_the_next_members_ears(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    """Billing's connections open after the call answers; a handoff that comes first waits."""
+    line = "I have a billing question."
+    # Billing hears en-GB: its socket's handshake is held; the greeter's (en) is not.
+    cloud.deepgram.hold_handshakes(language="en-GB")
+    cloud.openai.push(Reply.call("transfer_to_billing"))
+    cloud.grok.push(Reply.say("Billing here."), Reply.say("Let me look at your bill."))
+    call = cloud.manager.expect_call(CALL_ID, caller=Caller(Caller.silence(0.2)))
+
+    response = await http.post(f"{runner.url}/run", json=team_request())
+
+    assert response.status_code == 200, response.text
+    await cloud.deepgram.wait_until(lambda: cloud.deepgram.handshakes_waiting == 1, 5)
+    await cloud.openai.wait_for_requests(1, timeout=10)
+    # The greeter hands over at once, but billing cannot hear yet: no switch is made.
+    with contextlib.suppress(TimeoutError):
+        await call.wait_member_switches(1, timeout=1.0)
+    assert call.member_switches == []
+    assert cloud.grok.requests == []
+
+    released_at = time.monotonic()
+    cloud.deepgram.release_handshakes()
+
+    [switch] = await call.wait_member_switches(1, timeout=10)
+    assert switch.at >= released_at
+    assert switch.to_member["id"] == BILLING
+    await cloud.grok.wait_for_requests(1, timeout=10)
+    # The caller's next words reach billing's ears, whole.
+    await caller_says(cloud, line)
+    [_, answer] = await cloud.grok.wait_for_requests(2, timeout=15)
+    assert answer.user_text == line
+    assert call.user_transcripts() == [line]
+    assert audio_by_language(cloud)["en-GB"] > 0
+    # Still one socket per distinct setting.
+    assert cloud.deepgram.connections_opened == 2
+
+
+async def test_a_member_whose_voice_refuses_the_key_is_refused_at_its_handoff_not_at_the_start(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    # Billing's voice (ElevenLabs) refuses the key: it connects after the call is up.
+    cloud.elevenlabs.refuse_connections = True
+    cloud.elevenlabs.refusal_status = 401
+    cloud.openai.push(
+        Reply.say("Welcome."),
+        Reply.call("transfer_to_billing"),
+        Reply.say("Billing is unavailable, but I can help."),
+    )
+    call = cloud.manager.expect_call(CALL_ID, caller=Caller(Caller.silence(0.2)))
+
+    response = await http.post(f"{runner.url}/run", json=team_request())
+
+    assert response.status_code == 200, response.text
+    await call.wait_rtvi("bot-llm-stopped", timeout=10)
+    await caller_says(cloud, "I have a billing question.")
+    third = (await cloud.openai.wait_for_requests(3, timeout=15))[2]
+    assert "could not transfer to Billing" in third.messages[-1]["content"]
+    await call.wait(
+        lambda c: "Billing is unavailable, but I can help." in c.bot_llm_text(),
+        10,
+        "the greeter carrying on",
+    )
+    assert call.member_switches == []
+    assert cloud.grok.requests == []

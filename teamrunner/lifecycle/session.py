@@ -88,7 +88,8 @@ class BuiltCall(Protocol):
         ...
 
     async def begin(self) -> None:
-        """Queue what makes the first member speak, once the pipeline runs."""
+        """Queue what makes the first member speak, once the pipeline runs, and
+        connect what the call answered without (the other members' services)."""
         ...
 
     async def tell_manager_error(self, error: str, *, fatal: bool) -> None:

@@ -24,6 +24,8 @@ Pinned pipecat 1.14 has no public seam for either change: whether a socket
 is up, and reconnecting now, come from ``teamrunner.pipecat_internals.deepgram``
 (pipecat's ``_connection`` and ``_do_reconnect``).
 ``tests/providers/test_deepgram.py`` fails if pipecat changes under either.
+Like the websocket voices, it can be set up without connecting and connected
+later, as a team's routers ask (``teamrunner.pipecat_internals.connecting``).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from pipecat.frames.frames import CancelFrame, EndFrame, Frame, VADUserStoppedSp
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessorSetup
 from pipecat.utils.network import QuickFailureTracker
 
+from teamrunner.pipecat_internals.connecting import ConnectsWhenOpened
 from teamrunner.pipecat_internals.deepgram import DeepgramSTTSocket
 
 # How much caller audio is kept while the socket is down: a reconnect that works
@@ -88,7 +91,7 @@ class HeldAudio:
         return chunks
 
 
-class GaplessDeepgramSTTService(DeepgramSTTSocket):
+class GaplessDeepgramSTTService(ConnectsWhenOpened, DeepgramSTTSocket):
     """pipecat's Deepgram STT, reconnecting at once and keeping the caller's audio meanwhile.
 
     Args:

@@ -1,6 +1,8 @@
 """Text-to-speech providers: the ``tts_type`` of a request or member.
 
-Each entry builds one pipecat ``TTSService`` from a :class:`TTSSpec`. The
+Each entry builds one pipecat ``TTSService`` from a :class:`TTSSpec`; the
+websocket voices can be set up without connecting, and connected later
+(``teamrunner.pipecat_internals.connecting``), as a team's routers ask. The
 output sample rate is not chosen here: the pipeline asks every TTS for
 16 kHz, the rate pipecat-manager wants.
 """
@@ -31,8 +33,10 @@ def cartesia_tts(spec: TTSSpec, shared: SharedResources) -> TTSService:
     """Cartesia websocket streaming, with word timestamps."""
     from pipecat.services.cartesia.tts import CartesiaTTSService
 
+    from teamrunner.pipecat_internals.connecting import connects_when_opened
+
     base = (spec.endpoint or CARTESIA_DEFAULT_ENDPOINT).rstrip("/")
-    return CartesiaTTSService(
+    return connects_when_opened(CartesiaTTSService)(
         api_key=spec.key or "",
         url=f"{base}/tts/websocket",
         settings=CartesiaTTSService.Settings(
@@ -50,7 +54,9 @@ def elevenlabs_tts(spec: TTSSpec, shared: SharedResources) -> TTSService:
     """ElevenLabs multi-context websocket streaming, with word timestamps."""
     from pipecat.services.elevenlabs.tts import ElevenLabsTTSService
 
-    return ElevenLabsTTSService(
+    from teamrunner.pipecat_internals.connecting import connects_when_opened
+
+    return connects_when_opened(ElevenLabsTTSService)(
         api_key=spec.key or "",
         url=(spec.endpoint or ELEVENLABS_DEFAULT_ENDPOINT).rstrip("/"),
         settings=ElevenLabsTTSService.Settings(
