@@ -39,6 +39,9 @@ module touches one. Pinned pipecat 1.14 has no public seam for any of them:
   ``SileroVADAnalyzer._maybe_reset_model`` (the energy gate before Silero):
   ``tests/speech/test_vad_gate.py``, which plays the same audio to pipecat's own
   analyzer and requires the same state after every frame.
+``worker_observer.py``: ``PipelineWorker._observer`` and ``WorkerObserver._observers``
+  (queue only the events some observer reads: no processing events, no caller
+  audio): ``tests/pipecat_internals/test_worker_observer.py``.
 ``switcher.py``: ``ServiceSwitcherStrategyManual._set_active_if_available``
   (switch the LLM at once): ``tests/routing/test_router_switching.py``,
   ``test_llm_switches_before_set_active_member_returns`` and
