@@ -68,6 +68,7 @@ from teamrunner.manager.events import rtvi_error
 from teamrunner.manager.tools import ToolBridge
 from teamrunner.manager.transport import SAMPLE_RATE
 from teamrunner.observe.journal import CallJournal
+from teamrunner.pipecat_internals.worker_observer import select_observed
 from teamrunner.plan import CallPlan, MemberPlan
 from teamrunner.policy.control import PolicyControl
 from teamrunner.speech.turn_taking import user_params
@@ -310,7 +311,7 @@ def _worker(
     observers: list[BaseObserver],
 ) -> PipelineWorker:
     tracing = runtime.settings.tracing
-    return PipelineWorker(
+    worker = PipelineWorker(
         Pipeline(processors),
         params=PipelineParams(
             audio_in_sample_rate=SAMPLE_RATE,
@@ -331,3 +332,5 @@ def _worker(
         observers=observers,
         name=f"call-{plan.id}",
     )
+    select_observed(worker)
+    return worker

@@ -19,7 +19,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from openai import APITimeoutError
-from pipecat.frames.frames import ErrorFrame, LLMTextFrame, MetricsFrame, TTSAudioRawFrame
+from pipecat.frames.frames import (
+    ErrorFrame,
+    Frame,
+    InputAudioRawFrame,
+    LLMTextFrame,
+    MetricsFrame,
+    TTSAudioRawFrame,
+)
 from pipecat.metrics.metrics import TTFBMetricsData
 from pipecat.observers.base_observer import BaseObserver, FramePushed
 from pipecat.observers.user_bot_latency_observer import UserBotLatencyObserver
@@ -35,6 +42,9 @@ ProviderNames = Mapping[str, tuple[str, str]]
 
 class CallObserver(BaseObserver):
     """Feeds one call's journal from the frames of its pipeline.
+
+    It reads nothing of the caller's audio (``unread_frame_types``), so the
+    call's worker does not queue those frames for it.
 
     Args:
         journal: The call's journal.
@@ -55,6 +65,7 @@ class CallObserver(BaseObserver):
         activity: ActivityWatch | None = None,
     ) -> None:
         super().__init__(observe_every_push=False)
+        self.unread_frame_types: frozenset[type[Frame]] = frozenset({InputAudioRawFrame})
         self._journal = journal
         self._providers = providers
         self._words = TTSAudioRawFrame if speaks else LLMTextFrame

@@ -15,11 +15,12 @@ is pipecat's hook for sending messages another way. Errors are still reported
 by the RTVI processor itself.
 
 The observer also looks at each frame once (``observe_every_push`` off), not
-at every processor it passes, and it is the call's only observer: the call's
-journal observer (``teamrunner.observe.observer.CallObserver``) is handed
+at every processor it passes, never at the caller's audio unless the other
+end wants its level (``unread_frame_types``, which the call's worker reads:
+``teamrunner.pipecat_internals.worker_observer``), and it is the call's only observer: the call's
+journal observer (``teamrunner.call.observer.CallObserver``) is handed
 each frame from here rather than registered beside it, because pipecat gives
-every observer a queue and a task of its own and hands it every frame each
-processor processes, whether it wants them or not.
+every observer a queue and a task of its own and hands it every frame.
 
 A line the runner says itself (``teamrunner.call.lines``: a greeting, a
 handoff line, a nudge, a goodbye) reaches the other end as the bot's words,
@@ -34,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipecat.frames.frames import OutputTransportMessageUrgentFrame
+from pipecat.frames.frames import Frame, InputAudioRawFrame, OutputTransportMessageUrgentFrame
 from pipecat.observers.base_observer import BaseObserver, FramePushed
 from pipecat.processors.frame_processor import FrameProcessor
 from pipecat.processors.frameworks.rtvi import RTVIObserver, RTVIObserverParams, RTVIProcessor
@@ -42,6 +43,9 @@ from pipecat.processors.frameworks.rtvi import models as rtvi
 from pydantic import BaseModel
 
 from teamrunner.frames import SpokenLineFrame
+
+# The caller's audio, 25 frames a second: what a call's observers read least.
+CALLER_AUDIO: frozenset[type[Frame]] = frozenset({InputAudioRawFrame})
 
 
 @dataclass(frozen=True)
@@ -111,6 +115,13 @@ class CallEvents(RTVIObserver):
         self._output = output
         self._reads = messages.reads
         self._companion = companion
+        unread = frozenset() if messages.params.user_audio_level_enabled else CALLER_AUDIO
+        if companion is not None:
+            unread &= frozenset(getattr(companion, "unread_frame_types", ()))
+        #: Frame types this observer never reads, so the worker need not queue them
+        #: (``teamrunner.pipecat_internals.worker_observer``): caller audio, unless
+        #: the other end wants the caller's audio level.
+        self.unread_frame_types = unread
 
     async def on_pipeline_started(self) -> None:
         await super().on_pipeline_started()

@@ -42,6 +42,9 @@ module touches one. Pinned pipecat 1.14 has no public seam for any of them:
 ``connecting.py``: ``_connect`` of pipecat's Deepgram, Cartesia and ElevenLabs
   services (set one up without connecting, connect it later):
   ``tests/pipecat_internals/test_connecting.py``.
+``worker_observer.py``: ``PipelineWorker._observer`` and ``WorkerObserver._observers``
+  (queue only the events some observer reads: no processing events, no caller
+  audio): ``tests/pipecat_internals/test_worker_observer.py``.
 ``switcher.py``: ``ServiceSwitcherStrategyManual._set_active_if_available``
   (switch the LLM at once): ``tests/routing/test_router_switching.py``,
   ``test_llm_switches_before_set_active_member_returns`` and
