@@ -7,6 +7,7 @@ first ``/run``) while the call stack and the speech models load behind it.
 
 from __future__ import annotations
 
+import gc
 import time
 from pathlib import Path
 
@@ -14,6 +15,8 @@ import httpx
 import pytest
 
 from simulators.manager import Caller
+from teamrunner.lifecycle.warmup import WarmUp, settled_heap
+from teamrunner.providers.resources import SharedResources
 
 from conftest import Cloud
 from runner_process import RunnerProcess
@@ -99,3 +102,31 @@ async def test_a_first_call_after_ready_with_the_default_llm_imports_nothing(
     # imports as the first connection is made, and pipecat's worker runner, looked up
     # as a call's pipeline starts.
     assert [m for m in imported if not m.startswith(("anyio.", "pipecat.workers.runner"))] == []
+
+
+def test_a_settled_heap_collects_nothing_inside_and_freezes_what_was_made() -> None:
+    gc.unfreeze()
+    made: list[object] = []
+    with settled_heap():
+        assert not gc.isenabled()
+        made.extend([{"n": n}] for n in range(1000))
+    try:
+        assert gc.isenabled()
+        # Everything tracked is frozen: the dicts and lists made inside among it.
+        assert gc.get_freeze_count() >= 2000
+        assert gc.get_count()[0] < 100
+    finally:
+        gc.unfreeze()
+
+
+async def test_the_warm_up_freezes_the_call_stack_it_imported() -> None:
+    gc.unfreeze()
+    shared = SharedResources()
+    warmup = WarmUp(["json"], shared, ())
+    try:
+        await warmup.wait()
+        assert gc.get_freeze_count() > 0
+        assert gc.isenabled()
+    finally:
+        gc.unfreeze()
+        await shared.close()
