@@ -6,7 +6,8 @@ frames with ``get_nowait`` and waiting with ``asyncio.timeout``) and
 ``set_transport_ready`` into ``_media_senders``. These tests run the call's
 real output socket against the manager simulator and fail if pipecat stops
 calling either method, stops building its sender there, or if the sender
-changes what leaves it, in what order, or when the bot is said to stop.
+changes what leaves it, in what order, or when the bot is said to stop, or
+stops letting an interruption in between the chunks of a long reply.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pipecat.frames.frames import (
     EndFrame,
     ErrorFrame,
     Frame,
+    InterruptionFrame,
     LLMFullResponseEndFrame,
     OutputAudioRawFrame,
     TTSAudioRawFrame,
@@ -215,3 +217,18 @@ async def test_a_write_that_never_returns_writes_the_peer_off(cloud: Cloud) -> N
         await after.wait_for(LLMFullResponseEndFrame)
     assert [spoken(f) for f in after.frames if spoken(f) is not None] == []
     assert len(before.errors) == 1 and "stopped reading" in before.errors[0].error
+
+
+async def test_an_interruption_cuts_a_long_reply_short(cloud: Cloud) -> None:
+    # A voice that makes a whole reply at once: the sender has it all queued as chunks.
+    reply = 125
+    async with output_socket(cloud) as (worker, call, after):
+        await worker.queue_frame(TTSAudioRawFrame(chunk(7).audio * reply, SAMPLE_RATE, 1))
+        await after.wait_for(OutputAudioRawFrame)
+        await worker.queue_frame(InterruptionFrame())
+        await call.wait(lambda c: len(c.flushes()) == 1, 10, "FLUSH_MEDIA")
+        await worker.queue_frame(LLMFullResponseEndFrame())
+        await after.wait_for(LLMFullResponseEndFrame)
+    # The sender lets the interruption in between two chunks: the rest is dropped.
+    sent = [c for c in call.audio_chunks() if any(c.pcm)]
+    assert 0 < len(sent) < reply // 2
