@@ -23,9 +23,10 @@ module touches one. Pinned pipecat 1.14 has no public seam for any of them:
   (take queued frames and write audio without a task per frame), and the
   ``._audio_queue``, ``._mixer``, ``._filter_audio``, ``._apply_volume``,
   ``._bot_stopped_speaking``, ``._transport`` and ``._params`` they use:
-  ``tests/pipecat_internals/test_media_sender.py``, which fails if pipecat's sender
-  takes or writes a frame in a task of its own again, changes what leaves it or in
-  what order, or stops ending the bot's speech or writing off a stuck peer.
+  ``tests/pipecat_internals/test_media_sender.py``, which fails if the output's
+  sender takes or writes a frame in a task of its own (pipecat's does), changes
+  what leaves it or in what order, stops ending the bot's speech or writing off a
+  stuck peer, or stops letting an interruption in between two chunks.
 ``deepgram.py``: ``DeepgramSTTService._connection`` (whether a socket is up) and
   ``._do_reconnect`` (reconnect now, without pipecat's backoff):
   ``tests/providers/test_deepgram.py`` (``test_pipecats_deepgram_service_*``,
