@@ -24,6 +24,7 @@ recorded in ``BENCHMARKS.md``.
     metrics_cost.py      pipecat's provider metrics, on against off
     load_profile.py      where a loaded runner's CPU goes (py-spy)
     vad_cost.py          a call's VAD, CPU per second of caller audio, against pipecat's
+    output_cost.py       CPU per bot audio chunk through the output socket, two checkouts
     profile.py           where the CPU goes in a handoff (py-spy)
     demo_latency.py      the embedded default's voice-to-voice
 """

@@ -24,7 +24,7 @@ audio arrived before the line was over). Measured with the simulators as they
 are, and with provider-like latency (the LLM's first token after 300 ms, the
 voice's first audio after 150 ms).
 
-    python -m bench.handoff [--handoffs 60] [--turns 12] [--lines 30]
+    python -m bench.handoff [--handoffs 60] [--turns 12] [--lines 30] [--root CHECKOUT]
 """
 
 from __future__ import annotations
@@ -34,11 +34,13 @@ import asyncio
 import itertools
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
 
 from bench.harness import (
+    ROOT,
     RunnerProcess,
     banner,
     caller_turn,
@@ -295,19 +297,19 @@ def row(measure: str, values: list[float]) -> tuple[str, int, float, float, floa
     return (measure, len(values), ms(values, 50), ms(values, 95), ms(values, 100))
 
 
-async def main(handoffs: int, turns: int, lines: int) -> None:
+async def main(handoffs: int, turns: int, lines: int, root: Path) -> None:
     banner("Handoff latency")
     runner_cores, _ = split_cores()
     handoff: dict[bool, list[float]] = {}
     for voice in (False, True):
         responder = PingPong(voice=voice, limit=handoffs)
         async with Cloud(voices=VOICES, ms_per_char=20, responder=responder) as cloud:
-            runner = RunnerProcess(cloud.environment(), cores=runner_cores)
+            runner = RunnerProcess(cloud.environment(), cores=runner_cores, root=root)
             async with runner, httpx.AsyncClient(timeout=60) as http:
                 measure = voice_handoffs if voice else text_handoffs
                 handoff[voice] = await measure(cloud, runner, http, handoffs)
     async with Cloud(voices=VOICES, ms_per_char=20) as cloud:
-        runner = RunnerProcess(cloud.environment(), cores=runner_cores)
+        runner = RunnerProcess(cloud.environment(), cores=runner_cores, root=root)
         async with runner, httpx.AsyncClient(timeout=60) as http:
             single = await voice_to_voice(cloud, runner, http, team=False, turns=turns)
             team = await voice_to_voice(cloud, runner, http, team=True, turns=turns)
@@ -320,7 +322,7 @@ async def main(handoffs: int, turns: int, lines: int) -> None:
             for llm in (cloud.openai, cloud.grok):
                 llm.first_token_delay = llm_delay
             cloud.cartesia.first_audio_delay = voice_delay
-            runner = RunnerProcess(cloud.environment(), cores=runner_cores)
+            runner = RunnerProcess(cloud.environment(), cores=runner_cores, root=root)
             async with runner, httpx.AsyncClient(timeout=60) as http:
                 gaps[label] = await handoff_line_gaps(cloud, runner, http, lines)
     rows = [
@@ -345,5 +347,6 @@ if __name__ == "__main__":
     parser.add_argument("--handoffs", type=int, default=60)
     parser.add_argument("--turns", type=int, default=12)
     parser.add_argument("--lines", type=int, default=30, help="handoffs with a handoff line")
+    parser.add_argument("--root", type=Path, default=ROOT, help="another checkout to measure")
     args = parser.parse_args()
-    asyncio.run(main(args.handoffs, args.turns, args.lines))
+    asyncio.run(main(args.handoffs, args.turns, args.lines, args.root))

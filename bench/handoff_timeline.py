@@ -17,6 +17,10 @@ cut at six marks:
 5. → member B's LLM starts its response;
 6. → B's request has arrived (the simulator's clock).
 
+A last row gives the CPU time the runner's event loop spent inside the gap:
+on a quiet machine the gap is little more than that work, and on a shared one
+it is the figure that does not move with the neighbours' load.
+
     python -m bench.handoff_timeline [--calls 12]
 """
 
@@ -80,6 +84,11 @@ def marks(notes: list[Note], start: float, end: float) -> list[float] | None:
     return [*cuts, end]
 
 
+def loop_cpu(notes: list[Note], start: float, end: float) -> float:
+    """Seconds of CPU the event loop's callbacks spent inside the gap: its work, less any wait."""
+    return sum(float(what) for t, who, what in notes if who == "cpu" and start <= t <= end) / 1000
+
+
 def slow_callbacks(notes: list[Note], start: float, end: float) -> dict[str, float]:
     """Milliseconds of callbacks over 0.2 ms inside the gap, by what they ran."""
     spent: dict[str, float] = collections.defaultdict(float)
@@ -91,9 +100,12 @@ def slow_callbacks(notes: list[Note], start: float, end: float) -> dict[str, flo
     return spent
 
 
-async def handoffs(calls: int, root: Path) -> tuple[list[list[float]], dict[str, list[float]]]:
+async def handoffs(
+    calls: int, root: Path
+) -> tuple[list[list[float]], list[float], dict[str, list[float]]]:
     cores, _ = split_cores()
     stages: list[list[float]] = []
+    cpu: list[float] = []
     slow: dict[str, list[float]] = collections.defaultdict(list)
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(scratch) / "notes.json"
@@ -129,14 +141,15 @@ async def handoffs(calls: int, root: Path) -> tuple[list[list[float]], dict[str,
                     if cuts is None:
                         continue
                     stages.append([y - x for x, y in itertools.pairwise(cuts)])
+                    cpu.append(loop_cpu(notes, start, end))
                     for what, ms in slow_callbacks(notes, start, end).items():
                         slow[what].append(ms)
-    return stages, slow
+    return stages, cpu, slow
 
 
 async def main(calls: int, root: Path) -> None:
     banner("Where the first handoff's time goes")
-    stages, slow = await handoffs(calls, root)
+    stages, cpu, slow = await handoffs(calls, root)
     totals = [sum(s) for s in stages]
     rows = []
     for i, stage in enumerate(STAGES):
@@ -150,6 +163,15 @@ async def main(calls: int, root: Path) -> None:
             )
         )
     rows.append(("the whole gap", percentile(totals, 50) * 1000, percentile(totals, 95) * 1000, 1))
+    share = sum(cpu) / sum(totals)
+    rows.append(
+        (
+            "the event loop's CPU inside it",
+            percentile(cpu, 50) * 1000,
+            percentile(cpu, 95) * 1000,
+            share,
+        )
+    )
     print(f"{len(stages)} fresh calls, one handoff each\n")
     print(table(["stage", "p50 ms", "p95 ms", "share of the gap"], rows))
     heavy = sorted(slow.items(), key=lambda kv: -sum(kv[1]))[:8]

@@ -4,7 +4,9 @@ Python imports a ``sitecustomize`` module at start-up from ``PYTHONPATH``; the
 benchmark puts this directory there for the runner it starts, and nowhere
 else. With ``TIMELINE_OUT`` set it wraps a few pipecat methods to note when
 each frame is pushed, when the output transport's media sender handles a
-frame, and when a function call runs, and notes every event-loop callback
+frame, and when a function call runs, the CPU time of every event-loop
+callback (so a benchmark can tell the work inside a gap from the time the
+process waited for a core), and notes every callback
 that runs for more than 0.2 ms (the runner is served on asyncio's own loop
 for this: uvloop's callbacks cannot be timed from Python). SIGUSR1 writes
 the notes to ``TIMELINE_OUT`` as JSON and starts afresh. It measures; it
@@ -85,8 +87,10 @@ def _time_callbacks() -> None:
 
     def timed_run(self: Any) -> None:
         started = time.monotonic()
+        cpu = time.thread_time()
         run(self)
         took = time.monotonic() - started
+        NOTES.append((started, "cpu", f"{(time.thread_time() - cpu) * 1000:.4f}"))
         if took > 0.0002:
             what = f"{took * 1000:.2f} ms in {_owner(self._callback)}"
             NOTES.append((started, "event loop", what))

@@ -16,6 +16,17 @@ module touches one. Pinned pipecat 1.14 has no public seam for any of them:
   ``WebsocketClientTransport._session``, ``._params`` (what its processors
   are built on) and ``._input``, ``._output`` (where its callbacks find them):
   ``test_caller_audio_reaches_the_pipeline_in_order_and_joined`` and the two above.
+  ``BaseOutputTransport._media_senders`` and ``._params`` (the output's sender is
+  a ``DirectMediaSender``, built in pipecat's ``set_transport_ready`` hook):
+  ``tests/pipecat_internals/test_media_sender.py``.
+``media_sender.py``: ``MediaSender._next_frame`` and ``._internal_write_audio_frame``
+  (take queued frames and write audio without a task per frame), and the
+  ``._audio_queue``, ``._mixer``, ``._filter_audio``, ``._apply_volume``,
+  ``._bot_stopped_speaking``, ``._transport`` and ``._params`` they use:
+  ``tests/pipecat_internals/test_media_sender.py``, which fails if the output's
+  sender takes or writes a frame in a task of its own (pipecat's does), changes
+  what leaves it or in what order, stops ending the bot's speech or writing off a
+  stuck peer, or stops letting an interruption in between two chunks.
 ``deepgram.py``: ``DeepgramSTTService._connection`` (whether a socket is up) and
   ``._do_reconnect`` (reconnect now, without pipecat's backoff):
   ``tests/providers/test_deepgram.py`` (``test_pipecats_deepgram_service_*``,

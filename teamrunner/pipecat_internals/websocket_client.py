@@ -1,7 +1,10 @@
 """pipecat's websocket client transport, unpaced and building the processors it is given.
 
 ``UnpacedClientOutput`` overrides ``WebsocketClientOutputTransport._write_audio_sleep``
-(pipecat's real-time pacing of audio writes) with nothing, and offers
+(pipecat's real-time pacing of audio writes) with nothing, sends through a
+:class:`~teamrunner.pipecat_internals.media_sender.DirectMediaSender` (built
+in ``set_transport_ready``, pipecat's hook that builds the senders, into
+``_media_senders``, where the transport looks them up), and offers
 ``write_now``, pipecat's ``_write_frame``: serialize a frame and send it at
 once, outside the audio queue. ``WebsocketClient`` is pipecat's client
 transport whose ``input()`` and ``output()`` build the processors it is
@@ -14,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from pipecat.frames.frames import Frame
+from pipecat.frames.frames import Frame, OutputTransportReadyFrame, StartFrame
+from pipecat.processors.frame_processor import FrameDirection
 from pipecat.transports.websocket.client import (
     WebsocketClientInputTransport,
     WebsocketClientOutputTransport,
@@ -23,12 +27,34 @@ from pipecat.transports.websocket.client import (
     WebsocketClientTransport,
 )
 
+from teamrunner.pipecat_internals.media_sender import DirectMediaSender
+
 InputT = TypeVar("InputT", bound=WebsocketClientInputTransport)
 OutputT = TypeVar("OutputT", bound=WebsocketClientOutputTransport)
 
 
 class UnpacedClientOutput(WebsocketClientOutputTransport):
     """pipecat's websocket client output, writing audio as fast as it comes."""
+
+    async def set_transport_ready(self, frame: StartFrame) -> None:
+        """Start the one sender the runner's output has, a :class:`DirectMediaSender`.
+
+        An output with named destinations (the runner's have none) gets pipecat's senders.
+        """
+        params = self._params
+        if params.audio_out_destinations or params.video_out_destinations:
+            await super().set_transport_ready(frame)
+            return
+        sender = DirectMediaSender(
+            self,
+            destination=None,
+            sample_rate=self.sample_rate,
+            audio_chunk_size=self.audio_chunk_size,
+            params=params,
+        )
+        self._media_senders[None] = sender
+        await sender.start(frame)
+        await self.push_frame(OutputTransportReadyFrame(), FrameDirection.UPSTREAM)
 
     async def _write_audio_sleep(self) -> None:
         """Skip pipecat's pacing: the peer plays the audio out in real time itself."""

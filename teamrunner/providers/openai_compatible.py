@@ -6,6 +6,13 @@ pool instead (one client per endpoint and key, ``resources.OpenAIClients``),
 wrapped in a :class:`DirectChatClient` that sends chat completion requests
 without the SDK's per-request transform. Imported only when a call asks for
 one of these providers.
+
+With pipecat's metrics on (``RUNNER_PROVIDER_METRICS``), they report only
+their time to first byte, the one figure the runner reads
+(``teamrunner.call.observer``): pipecat would also send a processing-time
+and a time-to-first-answer-token ``MetricsFrame`` down the whole pipeline
+with every response, and at a handoff both travel ahead of the function
+call's result.
 """
 
 from __future__ import annotations
@@ -38,6 +45,15 @@ class _PooledClient:
         return DirectChatClient(
             self._pool.get(api_key, base_url, organization, project, default_headers)
         )
+
+    async def stop_ttfat_metrics(self, *, end_time: float | None = None) -> None:
+        """Not reported: nothing in the runner reads the time to first answer token."""
+
+    async def start_processing_metrics(self, *, start_time: float | None = None) -> None:
+        """Not measured: nothing in the runner reads a response's processing time."""
+
+    async def stop_processing_metrics(self, *, end_time: float | None = None) -> None:
+        """Not reported: nothing in the runner reads a response's processing time."""
 
 
 class PooledOpenAILLMService(_PooledClient, OpenAILLMService):
