@@ -14,6 +14,10 @@ from __future__ import annotations
 from pipecat.frames.frames import Frame, InputAudioRawFrame
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
+# The caller's audio as frame types, for observers to say they never read it
+# (``unread_frame_types``, ``teamrunner.pipecat_internals.worker_observer``).
+CALLER_AUDIO: frozenset[type[Frame]] = frozenset({InputAudioRawFrame})
+
 
 class CallerAudioStop(FrameProcessor):
     """Drops caller audio going downstream; every other frame passes."""

@@ -22,7 +22,6 @@ from openai import APITimeoutError
 from pipecat.frames.frames import (
     ErrorFrame,
     Frame,
-    InputAudioRawFrame,
     LLMTextFrame,
     MetricsFrame,
     TTSAudioRawFrame,
@@ -33,6 +32,7 @@ from pipecat.observers.user_bot_latency_observer import UserBotLatencyObserver
 from pipecat.utils.http import TIMEOUT_EXCEPTIONS
 
 from teamrunner.call.activity import ActivityWatch
+from teamrunner.call.caller_audio import CALLER_AUDIO
 from teamrunner.call.voice_watch import VoiceWatch
 from teamrunner.observe.journal import CallJournal
 
@@ -65,7 +65,7 @@ class CallObserver(BaseObserver):
         activity: ActivityWatch | None = None,
     ) -> None:
         super().__init__(observe_every_push=False)
-        self.unread_frame_types: frozenset[type[Frame]] = frozenset({InputAudioRawFrame})
+        self.unread_frame_types: frozenset[type[Frame]] = CALLER_AUDIO
         self._journal = journal
         self._providers = providers
         self._words = TTSAudioRawFrame if speaks else LLMTextFrame

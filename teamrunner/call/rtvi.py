@@ -35,17 +35,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipecat.frames.frames import Frame, InputAudioRawFrame, OutputTransportMessageUrgentFrame
+from pipecat.frames.frames import Frame, OutputTransportMessageUrgentFrame
 from pipecat.observers.base_observer import BaseObserver, FramePushed
 from pipecat.processors.frame_processor import FrameProcessor
 from pipecat.processors.frameworks.rtvi import RTVIObserver, RTVIObserverParams, RTVIProcessor
 from pipecat.processors.frameworks.rtvi import models as rtvi
 from pydantic import BaseModel
 
+from teamrunner.call.caller_audio import CALLER_AUDIO
 from teamrunner.frames import SpokenLineFrame
-
-# The caller's audio, 25 frames a second: what a call's observers read least.
-CALLER_AUDIO: frozenset[type[Frame]] = frozenset({InputAudioRawFrame})
 
 
 @dataclass(frozen=True)
@@ -115,7 +113,9 @@ class CallEvents(RTVIObserver):
         self._output = output
         self._reads = messages.reads
         self._companion = companion
-        unread = frozenset() if messages.params.user_audio_level_enabled else CALLER_AUDIO
+        unread: frozenset[type[Frame]] = (
+            frozenset() if messages.params.user_audio_level_enabled else CALLER_AUDIO
+        )
         if companion is not None:
             unread &= frozenset(getattr(companion, "unread_frame_types", ()))
         #: Frame types this observer never reads, so the worker need not queue them
