@@ -37,9 +37,9 @@ USER runner
 # (pipecat-manager calls localhost:8000); probes and Prometheus come to
 # RUNNER_METRICS_PORT, which listens on every address. Listening wider than
 # loopback with the API (RUNNER_HOST=0.0.0.0) calls for RUNNER_API_TOKEN.
-# SSL_CERT_DIR: OpenSSL then reads CA certificates lazily from the hashed
-# directory, so each HTTPS client a provider SDK builds costs 0.15 ms instead of
-# ~20 ms (Deepgram's SDK builds one per STT service; see BENCHMARKS.md).
+# SSL_CERT_DIR: an HTTPS client built with httpx (the OpenAI SDK's, one per
+# endpoint) then reads CA certificates lazily from the hashed directory instead of
+# loading certifi's bundle. Provider sockets share one TLS context per process.
 ENV RUNNER_HOST=127.0.0.1 \
     RUNNER_PORT=8000 \
     PIPECATCALL_ADDRESS=localhost:8001 \

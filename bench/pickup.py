@@ -10,14 +10,17 @@ first ``bot-llm-text`` (text calls) or first audio (voice calls). It also
 counts the connections each call opened at the simulators: they must equal
 the distinct settings. ``--root`` measures another checkout's ``main.py``
 (e.g. a git worktree of an older commit), for a before and after in one session.
+``--tls`` has the providers' simulators speak TLS (``wss://``, ``https://``), as
+the real providers do, with a CA made for the run that the runner trusts.
 
-    python -m bench.pickup [--rounds 12] [--root ../other-checkout]
+    python -m bench.pickup [--rounds 12] [--root ../other-checkout] [--tls]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,7 @@ import httpx
 
 from bench.harness import ROOT, RunnerProcess, banner, percentile, table
 from simulators.cloud import Cloud
+from simulators.tls import issue
 
 SIZES = (1, 5, 10, 20)
 LANGUAGES = ["en", "en-US", "en-GB", "en-AU", "en-IN", "en-NZ", "de", "fr", "es", "it"]
@@ -113,6 +117,10 @@ async def pick_up(
         first_words = first.at
     await http.post(f"{runner.url}/stop", params={"id": call_id})
     await call.wait_closed(timeout=10)
+    # The next call starts once this one is gone: its provider sockets closed too, so
+    # that no call's pickup is measured beside another's teardown.
+    for provider in (cloud.deepgram, cloud.cartesia):
+        await provider.wait_until(lambda p=provider: p.active_connections == 0, 10)
     return (
         answered,
         connected_at - started,
@@ -122,9 +130,9 @@ async def pick_up(
     )
 
 
-async def main(rounds: int, root: Path) -> None:
-    banner(f"Call pickup ({root})")
-    cloud = Cloud()
+async def main(rounds: int, root: Path, tls: bool) -> None:
+    banner(f"Call pickup ({root}){', providers over TLS' if tls else ''}")
+    cloud = Cloud(tls=issue(Path(tempfile.mkdtemp())) if tls else None)
     async with (
         cloud,
         RunnerProcess(cloud.environment(), root=root) as runner,
@@ -189,5 +197,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=12)
     parser.add_argument("--root", type=Path, default=ROOT, help="another checkout to measure")
+    parser.add_argument("--tls", action="store_true", help="the providers speak TLS")
     args = parser.parse_args()
-    asyncio.run(main(args.rounds, args.root))
+    asyncio.run(main(args.rounds, args.root, args.tls))

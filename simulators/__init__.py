@@ -28,4 +28,5 @@ script. Nothing here is used by the runner itself.
     audio.py       PCM helpers: samples to and from the wire encodings
     wav.py         WAV files in, recorded calls out
     policy.py      a remote policy service that answers as scripted
+    tls.py         certificates for the providers' simulators to speak TLS
 """

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from simulators.cartesia import CartesiaSimulator
 from simulators.deepgram import DeepgramSimulator
@@ -21,6 +21,9 @@ from simulators.manager import ManagerSimulator
 from simulators.openai import ChatRequest, OpenAISimulator, Reply
 from simulators.server import Simulator
 from simulators.voices import VoiceBook
+
+if TYPE_CHECKING:
+    from simulators.tls import Certificates
 
 # Stand-in keys: long enough that a runner treats them as secrets to scrub.
 KEYS = {
@@ -37,11 +40,15 @@ class Cloud:
     """pipecat-manager, two OpenAI-compatible LLMs (openai, grok), Deepgram, Cartesia, ElevenLabs.
 
     Cartesia and ElevenLabs speak in tones of ``voices``, ``ms_per_char`` per character.
+    With ``tls``, the providers speak TLS as the real ones do (``wss://``, ``https://``),
+    with these certificates, whose CA the runner's environment trusts; pipecat-manager,
+    a sidecar's neighbour on localhost, stays plain.
     """
 
     voices: VoiceBook = field(default_factory=VoiceBook)
     ms_per_char: float = 10.0
     responder: Callable[[ChatRequest], Reply] | None = None
+    tls: Certificates | None = None
     manager: ManagerSimulator = field(init=False)
     openai: OpenAISimulator = field(init=False)
     grok: OpenAISimulator = field(init=False)
@@ -76,11 +83,19 @@ class Cloud:
 
     def environment(self) -> dict[str, str]:
         """Everything a runner process needs in its environment to use this cloud."""
-        return {"PIPECATCALL_ADDRESS": self.manager.address, **self.endpoints(), **self.keys()}
+        trust = {} if self.tls is None else {"SSL_CERT_FILE": str(self.tls.ca)}
+        return {
+            "PIPECATCALL_ADDRESS": self.manager.address,
+            **self.endpoints(),
+            **self.keys(),
+            **trust,
+        }
 
     async def start(self) -> None:
-        for sim in self.all:
-            await sim.start()
+        await self.manager.start()
+        tls = None if self.tls is None else self.tls.server_context()
+        for sim in self.all[1:]:
+            await sim.start(tls=tls)
 
     async def stop(self) -> None:
         for sim in reversed(self.all):

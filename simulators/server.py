@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Generic, Protocol, Self, TypeVar
@@ -36,6 +37,7 @@ class Simulator:
         self._site: web.TCPSite | None = None
         self._host = "127.0.0.1"
         self._port = 0
+        self._tls = False
         self._changed = asyncio.Condition()
         self.connections_opened = 0
         self.active_connections = 0
@@ -44,16 +46,23 @@ class Simulator:
         """Return the application to serve; subclasses add their routes."""
         raise NotImplementedError
 
-    async def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        """Serve on ``host:port`` (port 0 picks a free one)."""
+    async def start(
+        self, host: str = "127.0.0.1", port: int = 0, tls: ssl.SSLContext | None = None
+    ) -> None:
+        """Serve on ``host:port`` (port 0 picks a free one), over TLS with ``tls`` if given.
+
+        Over TLS the URLs name ``localhost``, the name the simulators' certificate
+        is for (``simulators.tls``).
+        """
         app = self.build_app()
         self._runner = web.AppRunner(
             app, handle_signals=False, access_log=None, shutdown_timeout=0.5
         )
         await self._runner.setup()
-        self._site = web.TCPSite(self._runner, host, port)
+        self._site = web.TCPSite(self._runner, host, port, ssl_context=tls)
         await self._site.start()
         self._host, self._port = self._runner.addresses[0][:2]
+        self._tls = tls is not None
 
     async def stop(self) -> None:
         """Stop serving and close every open connection."""
@@ -87,10 +96,14 @@ class Simulator:
 
     @property
     def http_url(self) -> str:
+        if self._tls:
+            return f"https://localhost:{self._port}"
         return f"http://{self.address}"
 
     @property
     def ws_url(self) -> str:
+        if self._tls:
+            return f"wss://localhost:{self._port}"
         return f"ws://{self.address}"
 
     async def notify(self) -> None:

@@ -14,6 +14,7 @@ drawing for what lives where.
     audio.py       arithmetic on the call's 16-bit PCM audio
     transport.py   a call's transport: the seam to wherever its caller is
     http_client.py the one shape of the runner's HTTP clients: timeout and errors
+    tls.py         the process's one TLS client context, shared by provider sockets
     pipecat_internals/  every use of a pipecat private, each guarded by a test
     plan/          from a ``/run`` request to a call plan, decided before the call
     providers/     the LLM, STT and TTS providers, by name

@@ -14,4 +14,5 @@ the process ready for its first call.
     admission.py  whether the process can carry one more call, from its load
     runtime.py    what every call of the process shares
     warmup.py     importing the call stack and loading models in the background
+    proxies.py    the proxy settings, read from the environment once
 """

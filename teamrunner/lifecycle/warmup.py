@@ -9,7 +9,9 @@ OpenAI clients' HTTP stack (the default LLM's) and loads the models named in
 ``RUNNER_PRELOAD_MODELS`` in a worker thread: ``/ready`` says no until it is
 done, and a ``/run`` that arrives before then waits for it instead of failing.
 A first call of the default LLM then imports nothing; another vendor's
-service is imported by the first call that uses it.
+service is imported by the first call that uses it. It reads the proxy
+settings once (``teamrunner.lifecycle.proxies``), so that a call's sockets do
+not walk the environment each time they open.
 
 The warm-up also settles the heap (``settled_heap``). Importing the call
 stack makes some half a million objects that live as long as the process,
@@ -34,6 +36,7 @@ from collections.abc import Iterator, Sequence
 from loguru import logger
 
 from teamrunner.errors import ConfigError
+from teamrunner.lifecycle import proxies
 from teamrunner.providers.resources import SharedResources
 from teamrunner.speech.models import MODELS
 
@@ -130,6 +133,7 @@ class WarmUp:
                 importlib.import_module(module)
             self._shared.openai_clients.prepare()
             self._shared.models.preload(self._preload)
+        proxies.read_once()
 
     async def close(self) -> None:
         if self._task is not None and not self._task.done():

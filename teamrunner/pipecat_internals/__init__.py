@@ -30,7 +30,14 @@ module touches one. Pinned pipecat 1.14 has no public seam for any of them:
 ``deepgram.py``: ``DeepgramSTTService._connection`` (whether a socket is up) and
   ``._do_reconnect`` (reconnect now, without pipecat's backoff):
   ``tests/providers/test_deepgram.py`` (``test_pipecats_deepgram_service_*``,
-  ``test_pipecats_do_reconnect_*`` and the gapless tests).
+  ``test_pipecats_do_reconnect_*`` and the gapless tests). The name
+  ``AsyncDeepgramClient`` in pipecat's module (the client each service builds,
+  swapped for one on a shared HTTP client), and in the Deepgram SDK, its
+  client's ``_client_wrapper`` and the listening socket's opener
+  ``websockets_client_connect``: ``test_deepgram_services_share_one_http_client_*``
+  and ``tests/test_tls.py``.
+``websocket_service.py``: ``WebsocketService._websocket_connect`` (pipecat's voices
+  open their sockets over the process's TLS context): ``tests/test_tls.py``.
 ``whisper.py``: ``WhisperSTTService._load``, ``._model`` and
   ``._unsupported_language`` (run on a model loaded once per process):
   ``tests/speech/test_speech_models.py``, ``test_shared_whisper_*``.

@@ -19,12 +19,8 @@ is loaded by whoever names its class.
 from __future__ import annotations
 
 import asyncio
-from functools import cache
-from typing import Any, TypeVar
 
 from pipecat.frames.frames import CancelFrame, EndFrame
-
-ServiceT = TypeVar("ServiceT")
 
 
 class ConnectsWhenOpened:
@@ -92,16 +88,3 @@ class ConnectsWhenOpened:
         self._connect_closed = True
         if self._open_task is not None and not self._open_task.done():
             await self.cancel_task(self._open_task)  # type: ignore[attr-defined]
-
-
-@cache
-def connects_when_opened(service_class: type[ServiceT]) -> type[ServiceT]:
-    """``service_class`` with ``ConnectsWhenOpened`` before it, made once per class.
-
-    The class keeps its name, so its processors are named as pipecat's are.
-    """
-    namespace: dict[str, Any] = {
-        "__doc__": service_class.__doc__,
-        "__module__": __name__,
-    }
-    return type(service_class.__name__, (ConnectsWhenOpened, service_class), namespace)

@@ -33,10 +33,10 @@ def cartesia_tts(spec: TTSSpec, shared: SharedResources) -> TTSService:
     """Cartesia websocket streaming, with word timestamps."""
     from pipecat.services.cartesia.tts import CartesiaTTSService
 
-    from teamrunner.pipecat_internals.connecting import connects_when_opened
+    from teamrunner.pipecat_internals.websocket_service import runner_websocket_service
 
     base = (spec.endpoint or CARTESIA_DEFAULT_ENDPOINT).rstrip("/")
-    return connects_when_opened(CartesiaTTSService)(
+    return runner_websocket_service(CartesiaTTSService)(
         api_key=spec.key or "",
         url=f"{base}/tts/websocket",
         settings=CartesiaTTSService.Settings(
@@ -54,9 +54,9 @@ def elevenlabs_tts(spec: TTSSpec, shared: SharedResources) -> TTSService:
     """ElevenLabs multi-context websocket streaming, with word timestamps."""
     from pipecat.services.elevenlabs.tts import ElevenLabsTTSService
 
-    from teamrunner.pipecat_internals.connecting import connects_when_opened
+    from teamrunner.pipecat_internals.websocket_service import runner_websocket_service
 
-    return connects_when_opened(ElevenLabsTTSService)(
+    return runner_websocket_service(ElevenLabsTTSService)(
         api_key=spec.key or "",
         url=(spec.endpoint or ELEVENLABS_DEFAULT_ENDPOINT).rstrip("/"),
         settings=ElevenLabsTTSService.Settings(

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 import httpx
 import numpy as np
 import pytest
+from deepgram.core.client_wrapper import BaseClientWrapper
 from loguru import logger
 from pipecat.frames.frames import EndFrame, Frame, InputAudioRawFrame, SystemFrame
 from pipecat.pipeline.pipeline import Pipeline
@@ -30,6 +31,7 @@ from simulators.audio import float_to_s16le
 from simulators.deepgram import DeepgramSimulator
 from simulators.manager import Caller
 from simulators.openai import Reply
+from teamrunner.pipecat_internals.deepgram import LightDeepgramClient, shared_http_client
 from teamrunner.providers.deepgram import GaplessDeepgramSTTService, HeldAudio
 
 from conftest import Cloud
@@ -264,3 +266,22 @@ def test_held_audio_keeps_the_newest_chunks_in_order_within_its_limit() -> None:
     assert len(held) == 6 and held.dropped_bytes == 2
     assert held.take() == [b"cd", b"ef", b"gh"]
     assert len(held) == 0 and held.dropped_bytes == 0
+
+
+async def test_deepgram_services_share_one_http_client_and_send_the_sdks_own_headers(
+    deepgram: DeepgramSimulator,
+) -> None:
+    first = GaplessDeepgramSTTService(api_key="k1", base_url=deepgram.ws_url)
+    second = GaplessDeepgramSTTService(api_key="k2", base_url=deepgram.ws_url)
+    clients = [stt._client for stt in (first, second)]
+    assert all(isinstance(c, LightDeepgramClient) for c in clients)
+    http = {id(c._client_wrapper.httpx_client.httpx_client) for c in clients}
+    assert http == {id(shared_http_client())}
+    for client in clients:
+        wrapper = client._client_wrapper
+        assert wrapper.get_headers() == BaseClientWrapper.get_headers(wrapper)
+    assert clients[0]._client_wrapper.get_headers()["Authorization"] == "Token k1"
+    # And the socket opens with them: the simulator reads the key from the handshake.
+    async with Pipe(second):
+        await deepgram.wait_until(lambda: deepgram.active_connections == 1)
+    assert [c.api_key for c in deepgram.connections] == ["k2"]
