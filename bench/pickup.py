@@ -119,8 +119,8 @@ async def pick_up(
     await call.wait_closed(timeout=10)
     # The next call starts once this one is gone: its provider sockets closed too, so
     # that no call's pickup is measured beside another's teardown.
-    for provider in (cloud.deepgram, cloud.cartesia):
-        await provider.wait_until(lambda p=provider: p.active_connections == 0, 10)
+    await cloud.deepgram.wait_until(lambda: cloud.deepgram.active_connections == 0, 10)
+    await cloud.cartesia.wait_until(lambda: cloud.cartesia.active_connections == 0, 10)
     return (
         answered,
         connected_at - started,
