@@ -3,7 +3,7 @@
 The providers' simulators speak TLS (``wss://``, ``https://``) with a certificate
 from a CA made for the test, which the process trusts through ``SSL_CERT_FILE``
 next to certifi's bundle, as a production trust store holds many CAs. The
-shared context is made on first use, after the test has pointed
+shared contexts are made on first use, after the test has pointed
 ``SSL_CERT_FILE`` at that bundle.
 """
 
@@ -33,7 +33,7 @@ from simulators.tls import issue
 from simulators.voices import VoiceBook
 from teamrunner.pipecat_internals.websocket_service import runner_websocket_service
 from teamrunner.providers.deepgram import GaplessDeepgramSTTService
-from teamrunner.tls import client_context
+from teamrunner.tls import client_context, http_context
 
 from conftest import CARTESIA_KEY, DEEPGRAM_KEY, VOICES, cloud_settings
 from scenarios import CALL_ID, caller_says, voice_request
@@ -43,12 +43,15 @@ from scenarios import CALL_ID, caller_says, voice_request
 async def tls_cloud(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Cloud]:
     certificates = issue(tmp_path)
     monkeypatch.setenv("SSL_CERT_FILE", str(certificates.ca))
+    # The process's contexts are made once; here, after the trust store is the test's.
     client_context.cache_clear()
+    http_context.cache_clear()
     try:
         async with Cloud(voices=VoiceBook(VOICES), ms_per_char=10, tls=certificates) as cloud:
             yield cloud
     finally:
         client_context.cache_clear()
+        http_context.cache_clear()
 
 
 async def test_a_voice_call_hears_and_answers_with_its_providers_over_tls(

@@ -10,8 +10,9 @@ OpenAI clients' HTTP stack (the default LLM's) and loads the models named in
 done, and a ``/run`` that arrives before then waits for it instead of failing.
 A first call of the default LLM then imports nothing; another vendor's
 service is imported by the first call that uses it. It reads the proxy
-settings once (``teamrunner.lifecycle.proxies``), so that a call's sockets do
-not walk the environment each time they open.
+settings once (``teamrunner.lifecycle.proxies``) and makes the process's TLS
+contexts (``teamrunner.tls``), so that a call's sockets neither walk the
+environment nor load a CA bundle when they open.
 
 The warm-up also settles the heap (``settled_heap``). Importing the call
 stack makes some half a million objects that live as long as the process,
@@ -35,6 +36,7 @@ from collections.abc import Iterator, Sequence
 
 from loguru import logger
 
+from teamrunner import tls
 from teamrunner.errors import ConfigError
 from teamrunner.lifecycle import proxies
 from teamrunner.providers.resources import SharedResources
@@ -134,6 +136,8 @@ class WarmUp:
             self._shared.openai_clients.prepare()
             self._shared.models.preload(self._preload)
         proxies.read_once()
+        tls.client_context()
+        tls.http_context()
 
     async def close(self) -> None:
         if self._task is not None and not self._task.done():

@@ -2,7 +2,9 @@
 
 Importing this package registers every provider; building one imports its
 vendor code only then. Each provider names the environment variables it reads
-its key and endpoint from, so the runner's list of them is derived here.
+its key and endpoint from, so the runner's list of them is derived here, and
+the modules its service is built from, so that a runner holding its key can
+import them before its first call (``warm_modules``).
 
 ::
 
@@ -20,6 +22,8 @@ its key and endpoint from, so the runner's list of them is derived here.
     espeak.py             a second local voice: espeak-ng
 """
 
+from collections.abc import Iterable
+
 from teamrunner.providers.llm import LLM, split_model
 from teamrunner.providers.specs import LLMSpec, STTSpec, TTSSpec
 from teamrunner.providers.stt import STT
@@ -32,6 +36,24 @@ def key_variables() -> tuple[str, ...]:
     """Every environment variable a registered provider reads a key from."""
     names = {p.key_variable for r in REGISTRIES for p in r.providers() if p.key_variable}
     return tuple(sorted(names))
+
+
+def warm_modules(keys: Iterable[str]) -> tuple[str, ...]:
+    """What the first call of a runner holding ``keys`` would import: its providers' modules.
+
+    ``keys`` are the key variables set in the runner's environment; a provider
+    whose key the runner holds is one its calls use (a request may bring a key
+    of its own for another, whose modules its first call then imports).
+    """
+    held = set(keys)
+    modules = [
+        module
+        for registry in REGISTRIES
+        for provider in registry.providers()
+        if provider.key_variable in held and provider.unavailable() is None
+        for module in provider.imports
+    ]
+    return tuple(dict.fromkeys(modules))
 
 
 def endpoint_variables() -> tuple[str, ...]:
@@ -51,4 +73,5 @@ __all__ = [
     "endpoint_variables",
     "key_variables",
     "split_model",
+    "warm_modules",
 ]

@@ -36,7 +36,12 @@ def split_model(value: str) -> tuple[str, str] | None:
     return provider, model
 
 
-@LLM.register("openai", key_variable="OPENAI_API_KEY", endpoint_variable="OPENAI_BASE_URL")
+@LLM.register(
+    "openai",
+    key_variable="OPENAI_API_KEY",
+    endpoint_variable="OPENAI_BASE_URL",
+    imports=("teamrunner.providers.openai_compatible",),
+)
 def openai_llm(spec: LLMSpec, shared: SharedResources) -> LLMService[Any]:
     """OpenAI chat completions; any OpenAI-compatible server through ``OPENAI_BASE_URL``."""
     from teamrunner.providers.openai_compatible import PooledOpenAILLMService
@@ -49,7 +54,12 @@ def openai_llm(spec: LLMSpec, shared: SharedResources) -> LLMService[Any]:
     )
 
 
-@LLM.register("grok", key_variable="XAI_API_KEY", endpoint_variable="XAI_BASE_URL")
+@LLM.register(
+    "grok",
+    key_variable="XAI_API_KEY",
+    endpoint_variable="XAI_BASE_URL",
+    imports=("teamrunner.providers.openai_compatible",),
+)
 def grok_llm(spec: LLMSpec, shared: SharedResources) -> LLMService[Any]:
     """xAI Grok, OpenAI-compatible, at ``XAI_DEFAULT_ENDPOINT`` unless ``XAI_BASE_URL``."""
     from teamrunner.providers.openai_compatible import PooledGrokLLMService
@@ -62,7 +72,19 @@ def grok_llm(spec: LLMSpec, shared: SharedResources) -> LLMService[Any]:
     )
 
 
-@LLM.register("gemini", key_variable="GOOGLE_API_KEY")
+@LLM.register(
+    "gemini",
+    key_variable="GOOGLE_API_KEY",
+    # What Google's SDK imports as its client is made: its async credentials, its
+    # HTTP client's transport, and the readers of its packaged data.
+    imports=(
+        "pipecat.services.google.llm",
+        "google.auth.aio.credentials",
+        "httpcore",
+        "importlib.readers",
+        "importlib.resources.readers",
+    ),
+)
 def gemini_llm(spec: LLMSpec, shared: SharedResources) -> LLMService[Any]:
     """Google Gemini through Google's own SDK."""
     from pipecat.services.google.llm import GoogleLLMService

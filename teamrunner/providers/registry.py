@@ -4,7 +4,9 @@ An entry is a factory function that returns pipecat's base service type,
 registered with the environment variables it reads its key and endpoint
 from, and with the modules it needs beyond the runner's own dependencies
 (those of an optional extra, such as ``[local]``). The vendor import lives
-inside the factory, so a provider nobody asks for costs nothing. Whether an
+inside the factory, so a provider nobody asks for costs nothing; the entry
+names those modules too (``imports``), so that a process can import them
+before its first call when it holds the provider's key (``warm_modules``). Whether an
 install can serve a provider is found without importing anything
 (``importlib.util.find_spec``), once per module per process. This module
 holds the mechanism only; the entries are in ``llm.py``, ``stt.py`` and
@@ -58,6 +60,7 @@ class Provider(Generic[SpecT, ServiceT]):
             voice it does not have, a language it cannot hear), or None.
         requires: The modules it needs beyond the runner's own dependencies.
         extra: The extra of ``DISTRIBUTION`` that installs them.
+        imports: The modules its factory imports, for a warm-up to import first.
     """
 
     name: str
@@ -68,6 +71,7 @@ class Provider(Generic[SpecT, ServiceT]):
     check: Callable[[SpecT], str | None] | None = None
     requires: tuple[str, ...] = ()
     extra: str | None = None
+    imports: tuple[str, ...] = ()
 
     def unavailable(self) -> str | None:
         """Why this install cannot serve the provider (a module it needs is missing), or None."""
@@ -97,11 +101,13 @@ class Registry(Generic[SpecT, ServiceT]):
         check: Callable[[SpecT], str | None] | None = None,
         requires: tuple[str, ...] = (),
         extra: str | None = None,
+        imports: tuple[str, ...] = (),
     ) -> Callable[[Factory[SpecT, ServiceT]], Factory[SpecT, ServiceT]]:
         """Decorator: register ``factory`` as the provider called ``name``.
 
         ``local`` marks a provider that runs on this machine and needs no key;
-        ``requires`` names the modules it needs that the extra ``extra`` installs.
+        ``requires`` names the modules it needs that the extra ``extra`` installs;
+        ``imports`` the modules ``factory`` imports when it first builds a service.
         """
 
         def add(factory: Factory[SpecT, ServiceT]) -> Factory[SpecT, ServiceT]:
@@ -116,6 +122,7 @@ class Registry(Generic[SpecT, ServiceT]):
                 check=check,
                 requires=requires,
                 extra=extra,
+                imports=imports,
             )
             return factory
 

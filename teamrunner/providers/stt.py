@@ -21,6 +21,8 @@ STT: Registry[STTSpec, STTService] = Registry("STT")
     "deepgram",
     key_variable="DEEPGRAM_API_KEY",
     endpoint_variable="DEEPGRAM_BASE_URL",
+    # httpcore: the transport of the one HTTP client the Deepgram clients share.
+    imports=("teamrunner.providers.deepgram", "httpcore"),
 )
 def deepgram_stt(spec: STTSpec, shared: SharedResources) -> STTService:
     """Deepgram live streaming; ``DEEPGRAM_BASE_URL`` takes a ``ws://`` base.

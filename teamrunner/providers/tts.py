@@ -28,6 +28,7 @@ ELEVENLABS_DEFAULT_ENDPOINT = "wss://api.elevenlabs.io"
     "cartesia",
     key_variable="CARTESIA_API_KEY",
     endpoint_variable="CARTESIA_BASE_URL",
+    imports=("pipecat.services.cartesia.tts", "teamrunner.pipecat_internals.websocket_service"),
 )
 def cartesia_tts(spec: TTSSpec, shared: SharedResources) -> TTSService:
     """Cartesia websocket streaming, with word timestamps."""
@@ -49,6 +50,7 @@ def cartesia_tts(spec: TTSSpec, shared: SharedResources) -> TTSService:
     "elevenlabs",
     key_variable="ELEVENLABS_API_KEY",
     endpoint_variable="ELEVENLABS_BASE_URL",
+    imports=("pipecat.services.elevenlabs.tts", "teamrunner.pipecat_internals.websocket_service"),
 )
 def elevenlabs_tts(spec: TTSSpec, shared: SharedResources) -> TTSService:
     """ElevenLabs multi-context websocket streaming, with word timestamps."""
