@@ -242,6 +242,8 @@ class ChatRequest:
     reply: Reply | None = None
     tool_call_ids: list[str] = field(default_factory=list)
     responded_at: float | None = None
+    #: The client's address and port: requests on one kept-alive connection share it.
+    peer: tuple[Any, ...] | None = None
 
     @classmethod
     def from_body(
@@ -546,6 +548,8 @@ class OpenAISimulator(Simulator):
             return Failure(400, problem, "invalid_request_error").response()
 
         chat = ChatRequest.from_body(body, request.headers, received_at)
+        if request.transport is not None:
+            chat.peer = request.transport.get_extra_info("peername")
         shape = tool_message_problem(chat.messages)
         if shape is not None:
             message, param = shape

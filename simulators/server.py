@@ -38,6 +38,8 @@ class Simulator:
         self._host = "127.0.0.1"
         self._port = 0
         self._tls = False
+        #: How long the server keeps an idle HTTP connection open (aiohttp's default).
+        self.keepalive_secs = 75.0
         self._changed = asyncio.Condition()
         self.connections_opened = 0
         self.active_connections = 0
@@ -56,7 +58,11 @@ class Simulator:
         """
         app = self.build_app()
         self._runner = web.AppRunner(
-            app, handle_signals=False, access_log=None, shutdown_timeout=0.5
+            app,
+            handle_signals=False,
+            access_log=None,
+            shutdown_timeout=0.5,
+            keepalive_timeout=self.keepalive_secs,
         )
         await self._runner.setup()
         self._site = web.TCPSite(self._runner, host, port, ssl_context=tls)

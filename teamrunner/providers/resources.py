@@ -20,6 +20,16 @@ if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
 
+# How long a connection to an LLM endpoint is kept for the next request. A call's
+# requests are a conversational turn apart (5.8 s in the capacity benchmark's calls,
+# longer when the caller thinks), past httpx's 5 s, after which every turn opened a new
+# connection, TCP and TLS handshakes on its way to the first token, unless another call
+# had just used one. A minute keeps a call's connection from turn to turn; an endpoint
+# that closes it sooner costs a new connection, as before (httpx drops a connection the
+# server closed before it reuses it).
+LLM_KEEPALIVE_SECS = 60.0
+
+
 class OpenAIClients:
     """One ``AsyncOpenAI`` client per endpoint and key, shared by every call.
 
@@ -56,6 +66,8 @@ class OpenAIClients:
         client = self._clients.get(key)
         if client is None:
             # The SDK takes about a second to import: only a call that needs it pays.
+            # httpx2: the OpenAI SDK's HTTP library (a dependency of the SDK).
+            import httpx2
             from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
             client = AsyncOpenAI(
@@ -66,7 +78,15 @@ class OpenAIClients:
                 default_headers=default_headers,
                 timeout=self._timeout,
                 max_retries=self._retries,
-                http_client=DefaultAsyncHttpxClient(verify=http_context()),
+                http_client=DefaultAsyncHttpxClient(
+                    verify=http_context(),
+                    # The SDK's own limits, with connections kept from turn to turn.
+                    limits=httpx2.Limits(
+                        max_connections=1000,
+                        max_keepalive_connections=100,
+                        keepalive_expiry=LLM_KEEPALIVE_SECS,
+                    ),
+                ),
             )
             self._clients[key] = client
         return client
