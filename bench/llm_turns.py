@@ -24,6 +24,7 @@ from pathlib import Path
 import httpx
 
 from bench.harness import ROOT, RunnerProcess, banner, median, table
+from bench.starts import voice_call
 from simulators.cloud import Cloud
 from simulators.manager import Caller, CallRecord
 from simulators.openai import Reply
@@ -34,19 +35,6 @@ CALL = "llm-turns"
 
 def _answered(answer: str) -> Callable[[CallRecord], bool]:
     return lambda record: answer in record.bot_llm_text()
-
-
-def voice_call() -> dict[str, object]:
-    return {
-        "id": CALL,
-        "llm_type": "openai.gpt-4o",
-        "llm_messages": [{"role": "system", "content": "Answer briefly."}],
-        "stt_type": "deepgram",
-        "stt_language": "en",
-        "tts_type": "cartesia",
-        "tts_voice_id": "voice-0",
-        "smart_turn_enabled": False,
-    }
 
 
 async def main(turns: int, gap: float, tls: bool, root: Path) -> None:
@@ -60,7 +48,7 @@ async def main(turns: int, gap: float, tls: bool, root: Path) -> None:
             RunnerProcess(cloud.environment(), root=root) as runner,
             httpx.AsyncClient(timeout=60) as http,
         ):
-            assert (await http.post(f"{runner.url}/run", json=voice_call())).status_code == 200
+            assert (await http.post(f"{runner.url}/run", json=voice_call(CALL))).status_code == 200
             await cloud.openai.wait_for_requests(1, timeout=10)
             for turn in range(turns):
                 await asyncio.sleep(gap)
