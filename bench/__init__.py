@@ -15,12 +15,16 @@ recorded in ``BENCHMARKS.md``.
     first_handoff.py     the first handoff of a fresh call
     handoff_timeline.py  that first handoff, stage by stage (with ``timeline/``)
     pickup.py            ``POST /run`` to 200, to the output socket, to the first words
+    first_call.py        a fresh runner's first calls against those after them
+    llm_turns.py         whether a call's turns each open a new LLM connection
     run_latency.py       single-AI ``POST /run`` to 200, against a lean pipecat runner
     lean_runner.py       that lean runner: stock pipecat serving the same text call
     starts.py            ``POST /run`` latency in bursts of concurrent starts
     startup.py           process start to ``/health`` and to ``/ready``
     capacity.py          concurrent voice calls per core and per pod
     memory.py            resident memory over many sequential calls
+    gc_pauses.py         garbage-collection pauses while calls come and go
+    gc_probe.py          ``main.py`` with every garbage collection timed, for gc_pauses
     metrics_cost.py      pipecat's provider metrics, on against off
     load_profile.py      where a loaded runner's CPU goes (py-spy)
     vad_cost.py          a call's VAD, CPU per second of caller audio, against pipecat's
