@@ -53,6 +53,7 @@ from simulators.cloud import Cloud
 from simulators.manager import Caller, CallRecord
 from simulators.openai import ChatRequest, Reply
 from simulators.speech import speak
+from simulators.tts import PROVIDER_PACING
 from simulators.voices import VoiceBook
 
 VOICES = VoiceBook({"voice-a": 598.0, "voice-b": 1417.0})
@@ -197,32 +198,49 @@ async def voice_to_voice(
 HANDOFF_LINE = "One moment please, I am handing you over to my colleague."
 
 
+# What a member says itself as it transfers, when the team gives no handoff line.
+OWN_WORDS = "Sure, one moment."
+
+
 class OnRequest:
-    """Both LLMs' responder for the handoff-line call: hand over when asked, else say hello."""
+    """Both LLMs' responder for the handoff-line call: hand over when asked, else say hello.
+
+    With ``own_words``, the member says them in the response that transfers.
+    """
+
+    def __init__(self, own_words: str | None = None) -> None:
+        self._own_words = own_words
 
     def __call__(self, request: ChatRequest) -> Reply:
         me = "a" if "to_b" in request.tool_names else "b"
         if request.user_text == "hand over" and request.messages[-1].get("role") == "user":
-            return Reply.call(f"to_{'b' if me == 'a' else 'a'}")
+            other = f"to_{'b' if me == 'a' else 'a'}"
+            if self._own_words:
+                return Reply.say(self._own_words).and_call(other)
+            return Reply.call(other)
         return Reply.say(f"{me.upper()} here, how can I help you?")
 
 
-def line_team(call_id: str) -> dict[str, Any]:
+def line_team(call_id: str, *, line: bool = True) -> dict[str, Any]:
     body = ping_pong_team(call_id, voice=True)
     for member in body["resolved_team"]["members"]:
         member["ai"]["stt_type"] = "deepgram"
-        member["transitions"][0]["handoff_message"] = HANDOFF_LINE
+        if line:
+            member["transitions"][0]["handoff_message"] = HANDOFF_LINE
     body["stt_type"] = "deepgram"
     return body
 
 
 async def handoff_line_gaps(
-    cloud: Cloud, runner: RunnerProcess, http: httpx.AsyncClient, count: int
+    cloud: Cloud, runner: RunnerProcess, http: httpx.AsyncClient, count: int, *, line: bool = True
 ) -> list[float]:
-    """The silence the caller hears between each handoff line and the next member's voice."""
+    """The silence the caller hears between each handoff line and the next member's voice.
+
+    Without ``line``, the line is the member's own words in its transferring response.
+    """
     call_id = f"handoff-lines-{id(cloud)}"
     call = cloud.manager.expect_call(call_id, caller=Caller(Caller.silence(0.5)))
-    response = await http.post(f"{runner.url}/run", json=line_team(call_id))
+    response = await http.post(f"{runner.url}/run", json=line_team(call_id, line=line))
     if response.status_code != 200:
         raise RuntimeError(f"/run failed: {response.text}")
     await call.wait_bot_audio(min_secs=0.1, timeout=20)
@@ -314,17 +332,30 @@ async def main(handoffs: int, turns: int, lines: int, root: Path) -> None:
             single = await voice_to_voice(cloud, runner, http, team=False, turns=turns)
             team = await voice_to_voice(cloud, runner, http, team=True, turns=turns)
     gaps: dict[str, list[float]] = {}
-    for label, llm_delay, voice_delay in (
-        ("simulators as they are", 0.0, 0.0),
-        ("LLM first token 300 ms, voice first audio 150 ms", 0.3, 0.15),
+    for label, llm_delay, voice_delay, own_words in (
+        ("simulators as they are", 0.0, 0.0, None),
+        ("LLM first token 300 ms, voice first audio 150 ms", 0.3, 0.15, None),
+        (
+            f"no handoff line, the member's own {OWN_WORDS!r} instead; LLM first token "
+            "300 ms, voice paced like a provider",
+            0.3,
+            None,
+            OWN_WORDS,
+        ),
     ):
-        async with Cloud(voices=VOICES, ms_per_char=20, responder=OnRequest()) as cloud:
+        on_request = OnRequest(own_words)
+        async with Cloud(voices=VOICES, ms_per_char=20, responder=on_request) as cloud:
             for llm in (cloud.openai, cloud.grok):
                 llm.first_token_delay = llm_delay
-            cloud.cartesia.first_audio_delay = voice_delay
+            if voice_delay is None:
+                cloud.cartesia.pacing = PROVIDER_PACING
+            else:
+                cloud.cartesia.first_audio_delay = voice_delay
             runner = RunnerProcess(cloud.environment(), cores=runner_cores, root=root)
             async with runner, httpx.AsyncClient(timeout=60) as http:
-                gaps[label] = await handoff_line_gaps(cloud, runner, http, lines)
+                gaps[label] = await handoff_line_gaps(
+                    cloud, runner, http, lines, line=own_words is None
+                )
     rows = [
         row("text handoff: transition call to next LLM request", handoff[False]),
         row("voice handoff: transition call to next voice, runner's share", handoff[True]),
