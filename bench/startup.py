@@ -25,7 +25,11 @@ the models of ``RUNNER_PRELOAD_MODELS``), and of the largest libraries among
 those imports each alone, every figure the median of fresh interpreters. CPU
 time, not wall time: on a shared machine it is what the process itself spent.
 
-    python -m bench.startup [--rounds 5] [--root ../old-checkout]
+``--keys`` starts the runner with keys for OpenAI, Deepgram and Cartesia set, as
+a deployment of voice calls has them: its warm-up then also imports those
+providers' services (what such a deployment's first call would import).
+
+    python -m bench.startup [--rounds 5] [--root ../old-checkout] [--keys]
     python -m bench.startup --phases [--rounds 5]
 """
 
@@ -125,10 +129,15 @@ async def time_start(
             await process.wait()
 
 
-def environment(workers: str) -> dict[str, str]:
+# Keys a deployment of voice calls holds (never sent anywhere: the runner only starts).
+VOICE_KEYS = {"OPENAI_API_KEY": "k", "DEEPGRAM_API_KEY": "k", "CARTESIA_API_KEY": "k"}
+
+
+def environment(workers: str, keys: bool = False) -> dict[str, str]:
     return {
         **{k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))},
         **deployment_environment(),
+        **(VOICE_KEYS if keys else {}),
         "RUNNER_HOST": "127.0.0.1",
         "RUNNER_PORT": str(free_port()),
         "RUNNER_WORKERS": workers,
@@ -137,8 +146,8 @@ def environment(workers: str) -> dict[str, str]:
     }
 
 
-async def main(rounds: int, old_root: Path | None) -> None:
-    banner("Start-up: process start to /health and to /ready")
+async def main(rounds: int, old_root: Path | None, keys: bool) -> None:
+    banner(f"Start-up: process start to /health and to /ready{', with keys' if keys else ''}")
     # Each takes its port from RUNNER_PORT (the plain service too).
     runs: list[tuple[str, list[str], Path, str]] = [
         ("plain FastAPI + uvicorn (baseline)", [sys.executable, "-c", PLAIN_SERVICE], ROOT, "1"),
@@ -161,7 +170,9 @@ async def main(rounds: int, old_root: Path | None) -> None:
     for _ in range(rounds):  # interleaved, so a noisy moment touches every row alike
         for name, command, cwd, workers in runs:
             for figure, value in zip(
-                figures[name], await time_start(command, cwd, environment(workers)), strict=True
+                figures[name],
+                await time_start(command, cwd, environment(workers, keys)),
+                strict=True,
             ):
                 figure.append(value)
     base_health = median(figures[runs[0][0]][0])
@@ -251,8 +262,9 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--root", type=Path, help="another checkout whose main.py to time too")
     parser.add_argument("--phases", action="store_true", help="where a worker's start goes")
+    parser.add_argument("--keys", action="store_true", help="voice providers' keys set")
     args = parser.parse_args()
     if args.phases:
         phases(args.rounds)
     else:
-        asyncio.run(main(args.rounds, args.root))
+        asyncio.run(main(args.rounds, args.root, args.keys))
