@@ -9,16 +9,20 @@ audio moves. A single AI's voice call paid that twice at pickup, a
 ten-member team's call ten times. ``client_context`` is made once, on first
 use, the way the default is (``ssl.create_default_context``: the system's
 trust store, host names checked), and every such socket is given it
-(``teamrunner.pipecat_internals``: ``connecting`` for pipecat's websocket
-services, ``deepgram`` for Deepgram's SDK). Certificates are verified exactly
+(``teamrunner.pipecat_internals``: ``websocket_service`` for pipecat's
+websocket voices, ``deepgram`` for Deepgram's SDK). Certificates are verified exactly
 as before; a context holds settings and the trust store, not a connection's
 state, and is made to be shared.
 
-The HTTPS clients built with httpx (the OpenAI SDK's, one per endpoint and
-key; Deepgram's, never used for live streaming) each made a context of their
-own the same way, by httpx's rules (``SSL_CERT_FILE``, ``SSL_CERT_DIR``, else
-certifi's bundle): 30 ms each with a bundle. ``http_context`` is that one,
-made once. The warm-up makes both before the first call.
+The HTTPS clients a call's providers build each made a context of their
+own too, by the rules of their HTTP library: 30 ms each with a bundle. The
+OpenAI SDK's (one per endpoint and key) use httpx2, which reads
+``SSL_CERT_FILE``, ``SSL_CERT_DIR``, else the system's store; Deepgram's
+(one per process, never used for live streaming) use httpx, which falls back
+on certifi's bundle instead. ``httpx2_context`` and ``httpx_context`` are
+those, each made once by its library's own function, so every client trusts
+exactly what it would have trusted. The warm-up makes all three before the
+first call.
 """
 
 from __future__ import annotations
@@ -36,6 +40,14 @@ def client_context() -> ssl.SSLContext:
 
 
 @functools.cache
-def http_context() -> ssl.SSLContext:
+def httpx_context() -> ssl.SSLContext:
     """The context httpx makes for an HTTPS client by its own rules, made once and kept."""
     return httpx.create_ssl_context()
+
+
+@functools.cache
+def httpx2_context() -> ssl.SSLContext:
+    """The context httpx2 (the OpenAI SDK's HTTP library) makes by its own rules, made once."""
+    import httpx2
+
+    return httpx2.create_ssl_context()

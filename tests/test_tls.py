@@ -33,7 +33,7 @@ from simulators.tls import issue
 from simulators.voices import VoiceBook
 from teamrunner.pipecat_internals.websocket_service import runner_websocket_service
 from teamrunner.providers.deepgram import GaplessDeepgramSTTService
-from teamrunner.tls import client_context, http_context
+from teamrunner.tls import client_context, httpx2_context, httpx_context
 
 from conftest import CARTESIA_KEY, DEEPGRAM_KEY, VOICES, cloud_settings
 from scenarios import CALL_ID, caller_says, voice_request
@@ -44,14 +44,14 @@ async def tls_cloud(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIte
     certificates = issue(tmp_path)
     monkeypatch.setenv("SSL_CERT_FILE", str(certificates.ca))
     # The process's contexts are made once; here, after the trust store is the test's.
-    client_context.cache_clear()
-    http_context.cache_clear()
+    for context in (client_context, httpx_context, httpx2_context):
+        context.cache_clear()
     try:
         async with Cloud(voices=VoiceBook(VOICES), ms_per_char=10, tls=certificates) as cloud:
             yield cloud
     finally:
-        client_context.cache_clear()
-        http_context.cache_clear()
+        for context in (client_context, httpx_context, httpx2_context):
+            context.cache_clear()
 
 
 async def test_a_voice_call_hears_and_answers_with_its_providers_over_tls(

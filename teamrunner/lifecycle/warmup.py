@@ -135,9 +135,10 @@ class WarmUp:
                 importlib.import_module(module)
             self._shared.openai_clients.prepare()
             self._shared.models.preload(self._preload)
-        proxies.read_once()
-        tls.client_context()
-        tls.http_context()
+            proxies.read_once()
+            tls.client_context()
+            tls.httpx_context()
+            tls.httpx2_context()
 
     async def close(self) -> None:
         if self._task is not None and not self._task.done():

@@ -36,13 +36,13 @@ from deepgram import AsyncDeepgramClient
 from deepgram.core.client_wrapper import BaseClientWrapper
 from pipecat.services.deepgram.stt import DeepgramSTTService
 
-from teamrunner.tls import client_context, http_context
+from teamrunner.tls import client_context, httpx_context
 
 
 @functools.cache
 def shared_http_client() -> httpx.AsyncClient:
     """The one HTTP client of every Deepgram client here (live streaming sends nothing on it)."""
-    return httpx.AsyncClient(verify=http_context())
+    return httpx.AsyncClient(verify=httpx_context())
 
 
 @functools.cache

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from teamrunner.speech.models import SpeechModels
-from teamrunner.tls import http_context
+from teamrunner.tls import httpx2_context
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -68,7 +68,7 @@ class OpenAIClients:
             # The SDK takes about a second to import: only a call that needs it pays.
             # httpx2: the OpenAI SDK's HTTP library (a dependency of the SDK).
             import httpx2
-            from openai import AsyncOpenAI, DefaultAsyncHttpxClient
+            from openai import DEFAULT_CONNECTION_LIMITS, AsyncOpenAI, DefaultAsyncHttpxClient
 
             client = AsyncOpenAI(
                 api_key=api_key,
@@ -79,11 +79,11 @@ class OpenAIClients:
                 timeout=self._timeout,
                 max_retries=self._retries,
                 http_client=DefaultAsyncHttpxClient(
-                    verify=http_context(),
+                    verify=httpx2_context(),
                     # The SDK's own limits, with connections kept from turn to turn.
                     limits=httpx2.Limits(
-                        max_connections=1000,
-                        max_keepalive_connections=100,
+                        max_connections=DEFAULT_CONNECTION_LIMITS.max_connections,
+                        max_keepalive_connections=DEFAULT_CONNECTION_LIMITS.max_keepalive_connections,
                         keepalive_expiry=LLM_KEEPALIVE_SECS,
                     ),
                 ),
@@ -103,7 +103,7 @@ class OpenAIClients:
         from openai import DefaultAsyncHttpxClient
 
         # Never used: it opened nothing, so there is nothing to close.
-        DefaultAsyncHttpxClient(verify=http_context())
+        DefaultAsyncHttpxClient(verify=httpx2_context())
         anyio.run(anyio.sleep, 0)  # loads the backend, on an event loop of its own
 
     def __len__(self) -> int:
