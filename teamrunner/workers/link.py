@@ -38,7 +38,16 @@ MAX_IDLE = 8
 
 
 class WorkerGone(Exception):
-    """The worker ended, or stopped answering, before it answered a request."""
+    """The worker ended, or stopped answering, before it answered a request.
+
+    Attributes:
+        reached: Whether the request may have reached the worker: False when no
+            connection to it could even be made (it had ended before the request).
+    """
+
+    def __init__(self, reason: str, *, reached: bool = True) -> None:
+        super().__init__(reason)
+        self.reached = reached
 
 
 @dataclass(frozen=True)
@@ -168,9 +177,9 @@ class WorkerLink:
         except TimeoutError:
             raise WorkerGone(f"{self.name} did not answer within {timeout:g}s") from None
         except OSError as e:
-            raise WorkerGone(f"{self.name}: could not connect: {e}") from e
+            raise WorkerGone(f"{self.name}: could not connect: {e}", reached=False) from e
         except WorkerGone as e:
-            raise WorkerGone(f"{self.name}: {e}") from e
+            raise WorkerGone(f"{self.name}: {e}", reached=e.reached) from e
         finally:
             if connection is not None:
                 self._release(connection)

@@ -170,14 +170,23 @@ async def _offer(
     """Offer the call to each worker in turn (``candidates``) until one takes it.
 
     Each judges its own load. A body with no id is not the contract's shape,
-    and the first worker says what is wrong with it.
+    and the first worker says what is wrong with it. A worker that could not
+    even be reached had ended before the request (its exit not yet seen by
+    the pool: a killed worker's socket refuses at once), so the request goes
+    to the next; one that ended under the request is the call's end (a 500).
     """
     answer: Answer | None = None
     for worker in pool.candidates():
-        answer = await _start_on(pool, worker, call_id, body, content_type)
+        try:
+            answer = await pool.start_call(worker, call_id, body, content_type)
+        except WorkerGone as e:
+            if e.reached:
+                raise _ended_under(worker) from e
+            continue
         if answer.status != 503 or call_id is None:
             break
-    assert answer is not None, "there is a ready worker"
+    if answer is None:
+        raise NoWorker("no worker process is up (every one had ended)")
     return answer
 
 
@@ -192,9 +201,11 @@ async def _start_on(
     try:
         return await pool.start_call(worker, call_id, body, content_type)
     except WorkerGone as e:
-        raise StartError(
-            "runner worker", f"worker {worker.index} ended before the call came up"
-        ) from e
+        raise _ended_under(worker) from e
+
+
+def _ended_under(worker: WorkerProcess) -> StartError:
+    return StartError("runner worker", f"worker {worker.index} ended before the call came up")
 
 
 def _call_id(body: bytes) -> str | None:

@@ -150,8 +150,11 @@ async def test_a_worker_that_closes_mid_answer_is_gone_and_the_next_request_work
     scripted = await worker(dies_once)
     link = link_to(scripted)
 
-    with pytest.raises(WorkerGone, match="worker 1: the connection closed before the whole"):
+    with pytest.raises(
+        WorkerGone, match="worker 1: the connection closed before the whole"
+    ) as gone:
         await link.request("POST", "/run", body=b"{}", timeout=5)
+    assert gone.value.reached  # the worker had the request: it may have acted on it
     answer = await link.request("POST", "/run", body=b"{}", timeout=5)
     await link.close()
 
@@ -193,8 +196,11 @@ async def test_an_answer_that_closes_the_connection_is_not_followed_on_it(
     assert scripted.connections == 2
 
 
-async def test_no_worker_on_the_socket_is_gone(tmp_path: Path) -> None:
+async def test_no_worker_on_the_socket_is_gone_and_the_request_never_reached_it(
+    tmp_path: Path,
+) -> None:
     link = WorkerLink("worker 3", str(tmp_path / "nobody.sock"), keepalive_secs=120)
 
-    with pytest.raises(WorkerGone, match="worker 3: could not connect"):
+    with pytest.raises(WorkerGone, match="worker 3: could not connect") as gone:
         await link.request("GET", "/ready", timeout=5)
+    assert not gone.value.reached
