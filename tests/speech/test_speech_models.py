@@ -19,6 +19,7 @@ Speech is Piper's Joe voice (``simulators.speech``), so nothing is downloaded.
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import re
 from collections.abc import Iterator
@@ -299,7 +300,14 @@ async def test_shared_smart_turn_writes_no_audio_to_disk(
     monkeypatch.chdir(tmp_path)
     speech = speak(SENTENCE)
     await end_of_turn(LocalSmartTurnAnalyzerV3(), speech)
-    assert list((tmp_path / "smart_turn_audio_log").iterdir())
+    # pipecat writes the file from a thread of its own, to a path relative to the working
+    # directory: wait for it here, before the directory changes under that thread.
+    logged = tmp_path / "smart_turn_audio_log"
+    for _ in range(100):
+        if list(logged.iterdir()):
+            break
+        await asyncio.sleep(0.05)
+    assert list(logged.iterdir())
     ours = tmp_path / "ours"
     ours.mkdir()
     monkeypatch.chdir(ours)
