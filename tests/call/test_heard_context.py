@@ -8,7 +8,10 @@ must hold, as the assistant's reply, a prefix of it about that share long:
 * espeak sends no word timestamps, and makes all the reply's audio long
   before it is played; the runner estimates each word's time from the audio
   played since the sentence's first chunk;
-* Cartesia sends word timestamps, which pipecat already honours.
+* Cartesia sends word timestamps, which pipecat already honours;
+* at a handoff, the next member's voice makes its answer while the caller
+  still hears the previous member's line: its words are counted heard only
+  once the media server plays them, after that line.
 """
 
 from __future__ import annotations
@@ -20,9 +23,10 @@ import httpx
 from playground.server import RunnerServer
 from simulators.manager import Caller, CallRecord
 from simulators.openai import ChatRequest, Reply
+from simulators.tts import Pacing
 
 from conftest import Cloud
-from scenarios import CALL_ID, caller_says, voice_request
+from scenarios import CALL_ID, TEAM_CALL_ID, caller_says, team_request, voice_request
 
 REPLY = (
     "Your account has three open invoices. The first one is for forty two dollars and is "
@@ -113,3 +117,38 @@ async def test_an_interrupted_greeting_is_remembered_as_far_as_it_was_heard(
     kept = assistant_reply(first)
     assert greeting.startswith(kept) and 0 < len(kept) < len(greeting)
     assert abs(len(kept) / len(greeting) - heard_share(call)) < 0.15
+
+
+async def test_at_a_handoff_the_next_members_words_count_as_heard_only_once_played(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    # The greeter's line: 6.6 s of audio, which its voice makes at three times real
+    # time. Billing is asked at once, and its voice makes its answer as soon as the
+    # greeter's voice is done, while the caller still hears the line for seconds more.
+    line = REPLY + " " + REPLY
+    answer = "Billing here, how can I help you today?"
+    cloud.cartesia.pacing = Pacing(speed=3.0)
+    cloud.openai.push(Reply.say("Hi."), Reply.say(line).and_call("transfer_to_billing"))
+    cloud.grok.push(Reply.say(answer), Reply.say("Of course."))
+    call = cloud.manager.expect_call(TEAM_CALL_ID, caller=Caller(Caller.silence(0.5)))
+    assert (await http.post(f"{runner.url}/run", json=team_request())).status_code == 200
+    await call.wait_rtvi("bot-llm-stopped", timeout=10)
+    await caller_says(cloud, "Billing, please.", call_id=TEAM_CALL_ID)
+    await cloud.elevenlabs.wait_until(lambda: bool(cloud.elevenlabs.requests), 15)
+    made_at = cloud.elevenlabs.requests[0].received_at
+    # Talk over the line after billing's voice has made its answer, before the line ends.
+    playing = max(start + len(pcm) / 32000 for start, pcm in call.heard_bot_audio())
+    await asyncio.sleep(max(0.0, made_at + 0.5 - asyncio.get_running_loop().time()))
+    assert asyncio.get_running_loop().time() < playing - 1.0, "the line ended too soon"
+
+    await caller_says(cloud, STOP, call_id=TEAM_CALL_ID)
+
+    await call.wait(lambda c: bool(c.flushes()), 10, "the barge-in")
+    [_, after] = await cloud.grok.wait_for_requests(2, timeout=15)
+    assert after.messages[-1] == {"role": "user", "content": STOP}
+    said = [m.get("content") for m in after.messages if m.get("role") == "assistant"]
+    # None of billing's answer was played: the caller talked over the greeter's line.
+    assert all(answer.split(",")[0] not in str(content) for content in said), said
+    # The greeter's line is kept as far as it was heard.
+    kept = next(str(c) for c in reversed(said) if c and str(c)[:20] == line[:20])
+    assert line.startswith(kept) and len(kept) < len(line)
