@@ -14,6 +14,7 @@ route: ``services.py`` fills each slot with that member's service as it is.
     stt.py       the STT router: the caller's audio reaches the active member's STT
     llm.py       the LLM router, switching at once
     tts.py       the TTS router: replies in the active member's voice
+    parting_words.py  a transferring member's line, for the next member's first request
 """
 
 from routing.llm import RoutingLLMService

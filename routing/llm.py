@@ -21,6 +21,10 @@ So a switch can hold the LLM's runs (``hold_until_ready``) until a marker
 queued behind the member's prompt and tools comes by (``member_ready``):
 every run asked for meanwhile is one run, made then with the conversation
 as it stands, or none if the caller is speaking, whose turn will ask for it.
+
+A run on a conversation that ends with a transition's result, which passed
+the line the previous member said with it, is made on a copy that has that
+line (``routing/parting_words.py``).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from pipecat.pipeline.llm_switcher import LLMSwitcher
 from pipecat.processors.frame_processor import FrameDirection
 from pipecat.services.llm_service import LLMService
 
+from routing.parting_words import PartingWords
 from routing.router import SHORTCUT_FRAMES, MemberRouting, RoutingStrategy
 from teamrunner.errors import MemberSwitchError
 from teamrunner.frames import MemberReadyFrame
@@ -55,6 +60,7 @@ class RoutingLLMService(MemberRouting[LLMService], LLMSwitcher[RoutingStrategy])
         start_member_id: The member whose LLM is active at the start.
         ready_timeout_secs: How long runs are held for a member that never
             becomes ready (a bug: then they go ahead anyway).
+        parting: The lines transferring members said ahead of the conversation.
     """
 
     kind = "LLM"
@@ -65,9 +71,11 @@ class RoutingLLMService(MemberRouting[LLMService], LLMSwitcher[RoutingStrategy])
         start_member_id: str,
         *,
         ready_timeout_secs: float = 30.0,
+        parting: PartingWords | None = None,
     ) -> None:
         super().__init__(by_member, start_member_id)
         self._ready_timeout = ready_timeout_secs
+        self._parting = parting or PartingWords()
         self._holding = False
         self._held: tuple[LLMContextFrame, FrameDirection] | None = None
         self._deadline: asyncio.Task[None] | None = None
@@ -107,7 +115,11 @@ class RoutingLLMService(MemberRouting[LLMService], LLMSwitcher[RoutingStrategy])
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         # The shortcut's frames are most of what a call carries, and none is the hold's.
-        if type(frame) in SHORTCUT_FRAMES or not await self._took(frame, direction):
+        if type(frame) in SHORTCUT_FRAMES:
+            await super().process_frame(frame, direction)
+        elif not await self._took(frame, direction):
+            if isinstance(frame, LLMContextFrame):
+                frame = self._parting.completed(frame)
             await super().process_frame(frame, direction)
 
     async def _took(self, frame: Frame, direction: FrameDirection) -> bool:
@@ -147,7 +159,7 @@ class RoutingLLMService(MemberRouting[LLMService], LLMSwitcher[RoutingStrategy])
             return
         frame, direction = held
         self._answered = _last_message(frame)
-        await super().process_frame(frame, direction)
+        await super().process_frame(self._parting.completed(frame), direction)
 
     async def _give_up_waiting(self) -> None:
         await asyncio.sleep(self._ready_timeout)

@@ -33,6 +33,7 @@ from pipecat.services.stt_service import STTService
 from pipecat.services.tts_service import TTSService
 
 from routing.llm import RoutingLLMService
+from routing.parting_words import PartingWords
 from routing.router import MemberRouting, ServicePool
 from routing.stt import RoutingSTTService
 from routing.tts import RoutingTTSService
@@ -212,7 +213,9 @@ class ServiceBuilder:
         llms: ServicePool[LLMSpec, LLMService] = ServicePool(
             self._builder(LLM), key=lambda spec: spec.account
         )
-        llm = RoutingLLMService(llms.for_members(llm_specs), plan.start_member_id)
+        # The line a member says as it transfers, for the next member's first request.
+        parting = PartingWords()
+        llm = RoutingLLMService(llms.for_members(llm_specs), plan.start_member_id, parting=parting)
         self._name_pooled("LLM", llms, llm_specs)
         stt = tts = None
         if plan.hears:
@@ -227,6 +230,8 @@ class ServiceBuilder:
                 ttss.for_members(tts_specs),
                 plan.start_member_id,
                 stall_secs=self._voice_stall,
+                transitions={t.name for m in members for t in m.transitions},
+                parting=parting,
             )
             self._name_pooled("TTS", ttss, tts_specs)
         # Only what the start member uses connects before the call answers.

@@ -7,6 +7,10 @@ asked while the line is still playing; the caller hears the line whole and
 then billing, never the two interleaved, even when the greeter's voice is
 slow to finish, however long the line takes to make; and Go reads the line
 as the bot's words.
+
+A member that transfers with words of its own instead ("Sure, one moment.",
+no ``handoff_message``) gets the same: billing is asked while those words
+are still being made, and its first request reads them.
 """
 
 from __future__ import annotations
@@ -231,3 +235,51 @@ async def test_a_caller_who_talks_over_the_line_gets_the_next_member_at_once(
             and cloud.voices.identify_voice(pcm, 16000, ["voice-greeter"]) == "voice-greeter"
         ]
         assert heard_line == []
+
+
+OWN_WORDS = "Sure, one moment, I will put you through to billing."
+
+
+async def test_a_member_that_transfers_with_its_own_words_has_the_next_asked_while_they_are_made(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    # The greeter's voice streams its audio slowly; billing answers at once.
+    cloud.cartesia.chunk_delay = 0.08
+    cloud.openai.push(Reply.say("Hi."), Reply.say(OWN_WORDS).and_call("transfer_to_billing"))
+    cloud.grok.push(Reply.say("Billing here, how can I help?"), Reply.say("You are welcome."))
+    call = cloud.manager.expect_call(TEAM_CALL_ID, caller=Caller(Caller.silence(0.5)))
+    assert (await http.post(f"{runner.url}/run", json=team_request())).status_code == 200
+    await call.wait_rtvi("bot-llm-stopped", timeout=10)
+
+    await caller_says(cloud, "Billing, please.")
+
+    # Wait for all of both: the greeter's words (0.53 s of tone) and billing's answer.
+    await call.wait(lambda c: secs_in(cloud, c, "voice-greeter") >= 0.5, 15, "the words")
+    await call.wait(lambda c: secs_in(cloud, c, "voice-billing") >= 0.25, 15, "billing")
+    # Billing's LLM was asked while the greeter's voice was still making the words...
+    billing_first = cloud.grok.requests[0]
+    words = [c for c in call.audio_chunks()[1:] if voice_of(cloud, c) == "voice-greeter"]
+    assert billing_first.received_at < words[len(words) // 2].at
+    # ...and read them, where the greeter said them: before its call to transfer.
+    said, transfer, result = billing_first.messages[-3:]
+    assert said == {"role": "assistant", "content": OWN_WORDS}
+    assert [c["function"]["name"] for c in transfer["tool_calls"]] == ["transfer_to_billing"]
+    assert result["tool_call_id"] == transfer["tool_calls"][0]["id"]
+    # The caller heard the greeter's words whole, then billing, never the two interleaved.
+    voices = [v for v in voice_of_each_chunk(cloud, call) if v is not None]
+    first_billing = voices.index("voice-billing")
+    assert voices[:first_billing] == ["voice-greeter"] * first_billing
+    assert set(voices[first_billing:]) == {"voice-billing"}
+
+    await caller_says(cloud, "Thanks.")
+
+    await call.wait(lambda c: "You are welcome." in c.bot_llm_text(), 15, "billing's next answer")
+    # The conversation holds the greeter's words once, as the caller heard them.
+    later = cloud.grok.requests[1]
+    assert [m.get("content") for m in later.messages].count(OWN_WORDS) == 1
+    assert call.bot_llm_text() == [
+        "Hi.",
+        OWN_WORDS,
+        "Billing here, how can I help?",
+        "You are welcome.",
+    ]
