@@ -5,10 +5,12 @@ with a transition to the other, so a call ping-pongs between them:
 
 * text call: from the last byte of a member's response carrying the
   transition call to the next member's first LLM request arriving;
-* voice call: each member also says a short line; from the transition call to
-  the next member's first bot audio chunk on the output socket, less the
-  simulators' own time (the LLM simulator's response and the TTS simulator's
-  time to first audio), so what is left is the runner's.
+* voice call: each member also says a short line with its transition; the
+  next member's first bot audio chunk on the output socket, against the
+  earliest the providers allow it: the next LLM's answer and its voice's
+  first audio after the transition call, and the next voice's first audio
+  after the previous voice has made its line (the next voice waits for
+  it). What is left is the runner's.
 
 And voice-to-voice, end of caller speech to first bot audio, single AI against
 the team's start member, with the turn settings used (Silero VAD, the fixed
@@ -141,28 +143,37 @@ async def voice_handoffs(
     call, requests = await ping_pong(cloud, runner, http, count, voice=True)
     tts = {r.transcript: r for r in cloud.cartesia.requests if r.transcript}
     first_audio = {text: at for (_, text), at in cloud.cartesia.first_audio_at.items()}
+    line_made = {text: at for (_, text), at in cloud.cartesia.last_audio_at.items()}
     chunks = call.audio_chunks()
     latencies = []
     for prev, nxt in itertools.pairwise(requests[: count + 1]):
         text = nxt.reply.text if nxt.reply else None
+        line = prev.reply.text if prev.reply else None
         if prev.responded_at is None or nxt.responded_at is None or not text or text not in tts:
             continue
+        if text not in first_audio or line not in line_made:
+            continue
         voice = "voice-a" if "to_b" in nxt.tool_names else "voice-b"
+        # Its first audio: the first chunk in its voice sent after the voice made it
+        # (the end of the same voice's previous line may still be arriving).
         audio = next(
             (
                 c
                 for c in chunks
-                if c.at > prev.responded_at
+                if c.at > first_audio[text]
                 and VOICES.identify_voice(c.pcm, 16000, ["voice-a", "voice-b"]) == voice
             ),
             None,
         )
-        if audio is None or text not in first_audio:
+        if audio is None:
             continue
-        simulators = (nxt.responded_at - nxt.received_at) + (
-            first_audio[text] - tts[text].received_at
+        first_audio_secs = first_audio[text] - tts[text].received_at
+        answered = nxt.responded_at - nxt.received_at
+        earliest = max(
+            prev.responded_at + answered + first_audio_secs,
+            line_made[line] + first_audio_secs,
         )
-        latencies.append(audio.at - prev.responded_at - simulators)
+        latencies.append(audio.at - earliest)
     return latencies
 
 

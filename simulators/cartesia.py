@@ -228,6 +228,7 @@ class _Session:
                         },
                     }
                 )
+        self._sim.audio_finished(context_id, transcript)
         context.elapsed += len(transcript) * char_s
 
     async def _send_error(self, context_id: str, problem: str) -> None:

@@ -272,6 +272,7 @@ class _Session:
                     "contextId": context_id,
                 }
             )
+        self._sim.audio_finished(context_id, text)
 
     async def _send(self, message: dict[str, Any]) -> None:
         async with self._send_lock:

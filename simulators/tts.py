@@ -104,6 +104,8 @@ class TTSSimulator(ProviderSimulator[ConnT]):
         # When the first audio of each (context id, text) went out: benchmarks
         # subtract the simulator's own time from what they measure.
         self.first_audio_at: dict[tuple[str, str], float] = {}
+        # And when the last went out: a benchmark asks when a voice was done with a line.
+        self.last_audio_at: dict[tuple[str, str], float] = {}
 
     def texts_for_voice(self, voice_id: str) -> list[str]:
         """Every non-empty text ``voice_id`` was asked to say, in order."""
@@ -128,6 +130,10 @@ class TTSSimulator(ProviderSimulator[ConnT]):
     def audio_started(self, context_id: str, text: str) -> None:
         """Note that the first audio for ``text`` in ``context_id`` is going out now."""
         self.first_audio_at.setdefault((context_id, text), time.monotonic())
+
+    def audio_finished(self, context_id: str, text: str) -> None:
+        """Note that the last audio for ``text`` in ``context_id`` has just gone out."""
+        self.last_audio_at[(context_id, text)] = time.monotonic()
 
     @classmethod
     def main(cls, argv: list[str] | None, description: str, banner: Callable[[Self], str]) -> None:
