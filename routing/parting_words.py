@@ -8,7 +8,7 @@ it is played, after the transition's result, so the next member's first
 request would not see it, and could promise what was just promised or
 greet a caller who was just told to hold. ``PartingWords`` keeps the line,
 as its LLM wrote it, for that first request: the LLM router gives the next
-member the conversation with the line just before the transition's call,
+member the conversation with the line just before the response's calls,
 where it was said, and where the request had it when the result waited for
 the voice (``RoutingLLMService``). Not after the result, where the
 aggregator later writes it: a request that ends with the assistant's words
@@ -23,6 +23,7 @@ the transition's result arrived) is not added again.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from pipecat.frames.frames import LLMContextFrame
@@ -32,25 +33,29 @@ _SPACE = re.compile(r"\s+")
 
 
 class PartingWords:
-    """The lines of transferring members whose transition's calls passed their voice."""
+    """The lines of transferring members whose response's calls passed their voice."""
 
     def __init__(self) -> None:
-        self._lines: dict[str, str] = {}
+        # Each call's id to its response's calls and the line said with them.
+        self._lines: dict[str, tuple[frozenset[str], str]] = {}
 
-    def passed(self, tool_call_id: str, line: str) -> None:
-        """The transition called as ``tool_call_id`` went ahead of ``line``, still to be said."""
+    def passed(self, tool_call_ids: Iterable[str], line: str) -> None:
+        """A response's calls (``tool_call_ids``) went ahead of ``line``, still to be said."""
         if line.strip():
-            self._lines[tool_call_id] = line
+            batch = frozenset(tool_call_ids)
+            for tool_call_id in batch:
+                self._lines[tool_call_id] = (batch, line)
 
     def forget(self) -> None:
         """A new response's calls have started: the lines of earlier ones are past use."""
         self._lines.clear()
 
     def completed(self, frame: LLMContextFrame) -> LLMContextFrame:
-        """``frame``, or a copy whose conversation ends with the line its last result left out.
+        """``frame``, or a copy whose conversation has the line its last results left out.
 
-        Only a run on a conversation that ends with a passed transition's
-        result is given the line, once.
+        Only a run on a conversation that ends with the result of one of a
+        response's passed calls is given the line, once, before the first of
+        them.
         """
         if not self._lines:
             return frame
@@ -58,25 +63,32 @@ class PartingWords:
         last = messages[-1] if messages else None
         if not (isinstance(last, dict) and last.get("role") == "tool"):
             return frame
-        tool_call_id = str(last.get("tool_call_id"))
-        line = self._lines.pop(tool_call_id, None)
-        call = _call_message(messages, tool_call_id)
-        if line is None or call is None or _already_said(messages, line):
+        passed = self._lines.get(str(last.get("tool_call_id")))
+        if passed is None:
+            return frame
+        batch, line = passed
+        for tool_call_id in batch:
+            self._lines.pop(tool_call_id, None)
+        first_call = _first_call_message(messages, batch)
+        if first_call is None or _already_said(messages, line):
             return frame
         context = LLMContext(
-            messages=[*messages[:call], {"role": "assistant", "content": line}, *messages[call:]],
+            messages=[
+                *messages[:first_call],
+                {"role": "assistant", "content": line},
+                *messages[first_call:],
+            ],
             tools=frame.context.tools,
             tool_choice=frame.context.tool_choice,
         )
         return LLMContextFrame(context=context, speculation=frame.speculation)
 
 
-def _call_message(messages: list[Any], tool_call_id: str) -> int | None:
-    """The index of the assistant message that made the call ``tool_call_id``."""
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
+def _first_call_message(messages: list[Any], tool_call_ids: frozenset[str]) -> int | None:
+    """The index of the first assistant message making one of the calls ``tool_call_ids``."""
+    for index, message in enumerate(messages):
         if isinstance(message, dict) and any(
-            call.get("id") == tool_call_id for call in message.get("tool_calls") or ()
+            call.get("id") in tool_call_ids for call in message.get("tool_calls") or ()
         ):
             return index
     return None

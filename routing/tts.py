@@ -27,10 +27,12 @@ member says a line of its own as it transfers ("Sure, one moment."), the
 next member was asked only once the previous voice had made that line, and
 the caller heard the silence of the next member's whole first answer after
 it (312 ms p50 with provider-like latency, BENCHMARKS.md section 10). So the
-calls of a response that calls only transitions (``transitions``) pass the
-previous voice: their start and a result that moves the call on (one whose
-properties say pipecat.flows enters the next node once it is in the context)
-go straight on down, and the next member's LLM answers while the previous
+calls of a response that calls a transition (``transitions``) pass the
+previous voice: their starts, the results of the Go tools called with it
+(which ask for no run of their own, ``teamrunner.call.tool_batch``), and a
+transition's result that moves the call on (one whose properties say
+pipecat.flows enters the next node once it is in the context) go straight on
+down, in the order they come, and the next member's LLM answers while the previous
 line is still being made and played. A switch that arrives before they have
 passed waits for them, so that it cannot hold them behind the line either.
 The line itself is still said whole, in the previous voice, before the next.
@@ -77,7 +79,7 @@ class RoutingTTSService(MemberRouting[TTSService]):
         start_member_id: The member whose voice is active at the start.
         stall_secs: How long a switch waits for a previous voice that makes no audio.
         transitions: The names of the functions that hand the call to another
-            member: a response that calls only these does not wait for the voice.
+            member: a response that calls one does not wait for the voice.
         parting: Where the line said with such a response is kept for the next
             member's first request.
     """
@@ -99,6 +101,8 @@ class RoutingTTSService(MemberRouting[TTSService]):
         # The calls of a handover still to pass the voice (tool call ids), and a
         # switch that waits for them.
         self._ahead: set[str] = set()
+        self._handing_over: set[str] = set()
+        self._batch: frozenset[str] = frozenset()
         self._deferred: ManuallySwitchServiceFrame | None = None
         self._parting = parting or PartingWords()
         # The text of the reply on its way to the voice, as its LLM wrote it.
@@ -143,24 +147,33 @@ class RoutingTTSService(MemberRouting[TTSService]):
         if isinstance(frame, FunctionCallsStartedFrame):
             # A new response's calls: nothing the last one left is still to come.
             self._ahead = set()
+            self._handing_over = set()
             self._parting.forget()
             await self._switch_deferred()
-            names = {call.function_name for call in frame.function_calls}
-            if names and names <= self._transitions:
-                self._ahead = {call.tool_call_id for call in frame.function_calls}
+            calls = frame.function_calls
+            if any(call.function_name in self._transitions for call in calls):
+                self._batch = frozenset(call.tool_call_id for call in calls)
+                self._ahead = set(self._batch)
+                self._handing_over = {
+                    call.tool_call_id for call in calls if call.function_name in self._transitions
+                }
             return False
         if isinstance(frame, FunctionCallCancelFrame):
             await self._settled(frame.tool_call_id)
             return False
         if isinstance(frame, FunctionCallInProgressFrame) and frame.tool_call_id in self._ahead:
-            self._parting.passed(frame.tool_call_id, "".join(self._said))
+            # The reply's words have all come by now (the calls follow them).
+            self._parting.passed(self._batch, "".join(self._said))
             await self._push_ahead(frame)
             return True
         if isinstance(frame, FunctionCallResultFrame) and frame.tool_call_id in self._ahead:
             properties = frame.properties
-            if properties is None or properties.on_context_updated is None:
-                # A refused transfer: the member stays, and its LLM runs again on a
-                # context that should hold the line it said first.
+            refused = frame.tool_call_id in self._handing_over and (
+                properties is None or properties.on_context_updated is None
+            )
+            if refused:
+                # The member stays, and its LLM runs again on a context that should
+                # hold the line it said first.
                 await super().process_frame(frame, FrameDirection.DOWNSTREAM)
             else:
                 await self._push_ahead(frame)

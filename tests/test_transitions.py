@@ -396,20 +396,18 @@ async def test_a_line_typed_while_a_reset_handoff_is_on_its_way_is_the_turn_it_k
 ) -> None:
     body = team_request()
     body["resolved_team"]["members"][0]["transitions"][0]["context"] = "reset"
-    # A transfer batched with a Go tool travels behind the greeter's words (only a
-    # response of transitions alone passes the voice): billing's node is entered
-    # only once they have been made.
-    cloud.cartesia.pacing = SLOW_VOICE
+    # The transfer waits for the Go tool called with it (a second at Go): billing's
+    # node is entered only once it has returned.
     cloud.openai.push(
         Reply.say("Welcome to Acme."),
-        Reply.say(LONG_LINE).and_call("send_email", EMAIL).and_call("transfer_to_billing"),
+        Reply.say("Sure.").and_call("send_email", EMAIL).and_call("transfer_to_billing"),
     )
     cloud.grok.push(Reply.say("Billing here, I see invoice 42."))
     call = await start_voice_call(
-        cloud, runner, http, body, tools={"send_email": ToolResult.ok({"sent": True})}
+        cloud, runner, http, body, tools={"send_email": ToolResult.ok({"sent": True}, delay=1.0)}
     )
     await caller_says(cloud, "I have a billing question.")
-    await call.wait_member_switches(1, timeout=15)
+    await call.wait_tool_calls(1, timeout=15)
 
     # Typed meanwhile, not to be answered at once (as Go's send-text can ask).
     await cloud.manager.send_text(TEAM_CALL_ID, "It is about invoice 42.", run_immediately=False)

@@ -1,4 +1,4 @@
-"""A response that only hands the call over passes the voice; its line reaches the next member.
+"""A response that hands the call over passes the voice; its line reaches the next member.
 
 The voice router is run with pipecat's ``run_test`` over two recording
 services: the calls of a response of transitions alone come out of the router
@@ -97,22 +97,18 @@ def call_frames(frames: list[Frame]) -> list[type[Frame]]:
     return [type(f) for f in frames if isinstance(f, kinds)]
 
 
-def conversation_after(tool_call_id: str) -> LLMContextFrame:
-    """The context as the aggregator holds it once the transition's result is in."""
-    messages: list[Any] = [
-        {"role": "user", "content": "Billing, please."},
-        {
-            "role": "assistant",
-            "tool_calls": [
-                {
-                    "id": tool_call_id,
-                    "type": "function",
-                    "function": {"name": "to_b", "arguments": "{}"},
-                }
-            ],
-        },
-        {"role": "tool", "tool_call_id": tool_call_id, "content": '{"status": "transferred"}'},
-    ]
+def conversation_after(*tool_call_ids: str) -> LLMContextFrame:
+    """The context as the aggregator holds it once the response's results are in."""
+    messages: list[Any] = [{"role": "user", "content": "Billing, please."}]
+    for tool_call_id in tool_call_ids:
+        name = tool_call_id.removeprefix("id-")
+        call = {
+            "id": tool_call_id,
+            "type": "function",
+            "function": {"name": name, "arguments": "{}"},
+        }
+        messages.append({"role": "assistant", "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": tool_call_id, "content": "{}"})
     return LLMContextFrame(context=LLMContext(messages=messages))
 
 
@@ -136,32 +132,52 @@ async def test_a_transitions_calls_pass_the_voice_and_its_line_is_kept_for_the_n
     assert parting.completed(again) is again
 
 
-async def test_a_transition_batched_with_a_go_tool_waits_behind_the_voice() -> None:
+async def test_the_go_tools_called_with_a_transition_pass_the_voice_with_it() -> None:
     router, voice, parting = voice_team()
 
     run = await run_router(router, reply_with_calls("send_email", "to_b"))
 
+    assert call_frames(voice.frames) == []
     assert (
-        call_frames(voice.frames)
+        call_frames(list(run.down))
         == [FunctionCallInProgressFrame] * 2 + [FunctionCallResultFrame] * 2
     )
+    # pipecat writes each call as a message of its own: the line goes before the first.
+    first = parting.completed(conversation_after("id-send_email", "id-to_b"))
+    said, email_call = first.context.get_messages()[1:3]
+    assert said == {"role": "assistant", "content": LINE}
+    assert email_call["tool_calls"][0]["id"] == "id-send_email"
+
+
+async def test_a_response_without_a_transition_keeps_its_calls_behind_the_voice() -> None:
+    router, voice, parting = voice_team()
+
+    run = await run_router(router, reply_with_calls("send_email"))
+
+    assert call_frames(voice.frames) == [FunctionCallInProgressFrame, FunctionCallResultFrame]
     assert call_frames(list(run.down)) == call_frames(voice.frames)
-    frame = conversation_after("id-to_b")
+    frame = conversation_after("id-send_email")
     assert parting.completed(frame) is frame
 
 
-async def test_a_refused_transfer_passes_its_start_and_keeps_its_result_behind_the_voice() -> None:
+async def test_a_refused_transfer_keeps_its_result_behind_the_voice() -> None:
     router, voice, _ = voice_team()
 
-    run = await run_router(router, reply_with_calls("to_b", moves_on=False))
+    run = await run_router(router, reply_with_calls("send_email", "to_b", moves_on=False))
 
-    assert call_frames(voice.frames) == [FunctionCallResultFrame]
-    assert call_frames(list(run.down)) == [FunctionCallInProgressFrame, FunctionCallResultFrame]
+    # The starts and the Go tool's result passed; the transfer's error result did not.
+    assert [
+        (type(f), f.function_name) for f in voice.frames if isinstance(f, FunctionCallResultFrame)
+    ] == [(FunctionCallResultFrame, "to_b")]
+    assert (
+        call_frames(list(run.down))
+        == [FunctionCallInProgressFrame] * 2 + [FunctionCallResultFrame] * 2
+    )
 
 
 def test_a_line_the_conversation_already_holds_is_not_given_twice() -> None:
     parting = PartingWords()
-    parting.passed("id-to_b", LINE)
+    parting.passed({"id-to_b"}, LINE)
     frame = conversation_after("id-to_b")
     messages = frame.context.get_messages()
     frame.context.set_messages([messages[0], {"role": "assistant", "content": LINE}, *messages[1:]])
@@ -171,7 +187,7 @@ def test_a_line_the_conversation_already_holds_is_not_given_twice() -> None:
 
 def test_a_run_on_a_conversation_that_does_not_end_with_the_transition_is_left_alone() -> None:
     parting = PartingWords()
-    parting.passed("id-to_b", LINE)
+    parting.passed({"id-to_b"}, LINE)
     frame = conversation_after("id-to_b")
     frame.context.add_message({"role": "user", "content": "Hello?"})
 
