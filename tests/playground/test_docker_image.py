@@ -194,3 +194,30 @@ def test_dockerignore_patterns_match_as_docker_matches_them() -> None:
     assert ignore.excludes("routing/__pycache__/router.cpython-311.pyc")
     assert not ignore.excludes("keep/a/b/c.py")
     assert ignore.excludes("keep/a/b/c.txt")
+
+
+def test_the_image_compiles_every_python_module_it_copies() -> None:
+    # The runner runs as a user that cannot write to the working directory, where
+    # `python main.py` imports it from: bytecode not made at build is made at every start.
+    compiled: set[str] = set()
+    for keyword, arguments in instructions((ROOT / "Dockerfile").read_text()):
+        for command in arguments.split("&&") if keyword == "RUN" else ():
+            words = shlex.split(command)
+            if words[:3] == ["python", "-m", "compileall"]:
+                compiled.update(posixpath.normpath(w) for w in words[3:] if not w.startswith("-"))
+    copied = [
+        source
+        for copy in parse((ROOT / "Dockerfile").read_text()).copies
+        for source in copy.sources
+        if source.endswith(".py") or any((ROOT / source).rglob("*.py"))
+    ]
+    assert copied
+    uncompiled = [
+        source
+        for source in copied
+        if not any(
+            posixpath.normpath(source) == path or posixpath.normpath(source).startswith(path + "/")
+            for path in compiled
+        )
+    ]
+    assert uncompiled == []
