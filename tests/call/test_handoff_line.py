@@ -66,14 +66,30 @@ def playout_end(call: CallRecord, cloud: Cloud, voice: str) -> float:
     return max(ends)
 
 
+async def answered_call(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient, body: dict
+) -> CallRecord:
+    """Start the team ``body``; returns once the greeter has said its first words."""
+    call = cloud.manager.expect_call(TEAM_CALL_ID, caller=Caller(Caller.silence(0.5)))
+    assert (await http.post(f"{runner.url}/run", json=body)).status_code == 200
+    await call.wait_rtvi("bot-llm-stopped", timeout=10)
+    return call
+
+
+def assert_one_voice_then_the_other(cloud: Cloud, call: CallRecord) -> None:
+    """The greeter's voice, then billing's, never the two interleaved."""
+    voices = [v for v in voice_of_each_chunk(cloud, call) if v is not None]
+    first_billing = voices.index("voice-billing")
+    assert voices[:first_billing] == ["voice-greeter"] * first_billing
+    assert set(voices[first_billing:]) == {"voice-billing"}
+
+
 async def test_the_handoff_line_is_said_in_the_current_voice_while_the_next_llm_answers(
     cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
 ) -> None:
     cloud.openai.push(Reply.say("Welcome to Acme."), Reply.call("transfer_to_billing"))
     cloud.grok.push(Reply.say("Billing here, how can I help?"))
-    call = cloud.manager.expect_call(TEAM_CALL_ID, caller=Caller(Caller.silence(0.5)))
-    assert (await http.post(f"{runner.url}/run", json=handoff_team())).status_code == 200
-    await call.wait_rtvi("bot-llm-stopped", timeout=10)
+    call = await answered_call(cloud, runner, http, handoff_team())
 
     await caller_says(cloud, "I have a billing question.")
 
@@ -108,19 +124,14 @@ async def test_the_next_voice_waits_until_the_previous_one_has_said_the_line(
     cloud.cartesia.chunk_delay = 0.08
     cloud.openai.push(Reply.say("Hi."), Reply.call("transfer_to_billing"))
     cloud.grok.push(Reply.say("Billing here, how can I help?"))
-    call = cloud.manager.expect_call(TEAM_CALL_ID, caller=Caller(Caller.silence(0.5)))
-    assert (await http.post(f"{runner.url}/run", json=handoff_team())).status_code == 200
-    await call.wait_rtvi("bot-llm-stopped", timeout=10)
+    call = await answered_call(cloud, runner, http, handoff_team())
 
     await caller_says(cloud, "Billing, please.")
 
     # Wait for all of both: the line (0.57 s of tone) and billing's answer (0.29 s).
     await call.wait(lambda c: secs_in(cloud, c, "voice-greeter") >= 0.55, 15, "the line")
     await call.wait(lambda c: secs_in(cloud, c, "voice-billing") >= 0.25, 15, "billing")
-    voices = [v for v in voice_of_each_chunk(cloud, call) if v is not None]
-    first_billing = voices.index("voice-billing")
-    assert voices[:first_billing] == ["voice-greeter"] * first_billing
-    assert set(voices[first_billing:]) == {"voice-billing"}
+    assert_one_voice_then_the_other(cloud, call)
     # And billing's LLM was still asked while the greeter's voice was making the line.
     [billing_first] = cloud.grok.requests
     line_chunks = [c for c in call.audio_chunks()[1:] if voice_of(cloud, c) == "voice-greeter"]
@@ -140,9 +151,7 @@ async def test_the_next_voice_waits_for_a_line_that_takes_longer_than_the_voice_
     cloud.cartesia.pacing = PROVIDER_PACING
     cloud.openai.push(Reply.say("Hi."), Reply.call("transfer_to_billing"))
     cloud.grok.push(Reply.say("Billing here, how can I help?"))
-    call = cloud.manager.expect_call(TEAM_CALL_ID, caller=Caller(Caller.silence(0.5)))
-    assert (await http.post(f"{runner.url}/run", json=handoff_team(line))).status_code == 200
-    await call.wait_rtvi("bot-llm-stopped", timeout=10)
+    call = await answered_call(cloud, runner, http, handoff_team(line))
 
     await caller_says(cloud, "Billing, please.")
 
@@ -190,9 +199,7 @@ async def test_in_a_call_without_a_voice_the_handoff_line_is_the_bots_text(
     body.update(tts_type=None, tts_voice_id=None)
     cloud.openai.push(Reply.say("Welcome."), Reply.call("transfer_to_billing"))
     cloud.grok.push(Reply.say("Billing here."))
-    call = cloud.manager.expect_call(TEAM_CALL_ID, caller=Caller(Caller.silence(0.5)))
-    assert (await http.post(f"{runner.url}/run", json=body)).status_code == 200
-    await call.wait_rtvi("bot-llm-stopped", timeout=10)
+    call = await answered_call(cloud, runner, http, body)
 
     await caller_says(cloud, "Billing, please.")
 
@@ -247,9 +254,7 @@ async def test_a_member_that_transfers_with_its_own_words_has_the_next_asked_whi
     cloud.cartesia.chunk_delay = 0.08
     cloud.openai.push(Reply.say("Hi."), Reply.say(OWN_WORDS).and_call("transfer_to_billing"))
     cloud.grok.push(Reply.say("Billing here, how can I help?"), Reply.say("You are welcome."))
-    call = cloud.manager.expect_call(TEAM_CALL_ID, caller=Caller(Caller.silence(0.5)))
-    assert (await http.post(f"{runner.url}/run", json=team_request())).status_code == 200
-    await call.wait_rtvi("bot-llm-stopped", timeout=10)
+    call = await answered_call(cloud, runner, http, team_request())
 
     await caller_says(cloud, "Billing, please.")
 
@@ -266,10 +271,7 @@ async def test_a_member_that_transfers_with_its_own_words_has_the_next_asked_whi
     assert [c["function"]["name"] for c in transfer["tool_calls"]] == ["transfer_to_billing"]
     assert result["tool_call_id"] == transfer["tool_calls"][0]["id"]
     # The caller heard the greeter's words whole, then billing, never the two interleaved.
-    voices = [v for v in voice_of_each_chunk(cloud, call) if v is not None]
-    first_billing = voices.index("voice-billing")
-    assert voices[:first_billing] == ["voice-greeter"] * first_billing
-    assert set(voices[first_billing:]) == {"voice-billing"}
+    assert_one_voice_then_the_other(cloud, call)
 
     await caller_says(cloud, "Thanks.")
 
