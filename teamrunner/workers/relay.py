@@ -174,13 +174,15 @@ async def _offer(
     even be reached had ended before the request (its exit not yet seen by
     the pool: a killed worker's socket refuses at once), so the request goes
     to the next; one that ended under the request is the call's end (a 500).
+    A body with no id starts no call wherever it goes, so it goes to the next
+    worker either way, and its sender gets what is wrong with it, not a 500.
     """
     answer: Answer | None = None
     for worker in pool.candidates():
         try:
             answer = await pool.start_call(worker, call_id, body, content_type)
         except WorkerGone as e:
-            if e.reached:
+            if e.reached and call_id is not None:
                 raise _ended_under(worker) from e
             continue
         if answer.status != 503 or call_id is None:
