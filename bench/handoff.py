@@ -149,9 +149,9 @@ async def voice_handoffs(
     for prev, nxt in itertools.pairwise(requests[: count + 1]):
         text = nxt.reply.text if nxt.reply else None
         line = prev.reply.text if prev.reply else None
-        if prev.responded_at is None or nxt.responded_at is None or not text or text not in tts:
+        if prev.responded_at is None or nxt.responded_at is None:
             continue
-        if text not in first_audio or line not in line_made:
+        if text not in tts or text not in first_audio or line not in line_made:
             continue
         voice = "voice-a" if "to_b" in nxt.tool_names else "voice-b"
         # Its first audio: the first chunk in its voice sent after the voice made it

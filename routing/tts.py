@@ -101,7 +101,6 @@ class RoutingTTSService(MemberRouting[TTSService]):
         # The calls of a handover still to pass the voice (tool call ids), and a
         # switch that waits for them.
         self._ahead: set[str] = set()
-        self._handing_over: set[str] = set()
         self._batch: frozenset[str] = frozenset()
         self._deferred: ManuallySwitchServiceFrame | None = None
         self._parting = parting or PartingWords()
@@ -147,16 +146,12 @@ class RoutingTTSService(MemberRouting[TTSService]):
         if isinstance(frame, FunctionCallsStartedFrame):
             # A new response's calls: nothing the last one left is still to come.
             self._ahead = set()
-            self._handing_over = set()
             self._parting.forget()
             await self._switch_deferred()
             calls = frame.function_calls
             if any(call.function_name in self._transitions for call in calls):
                 self._batch = frozenset(call.tool_call_id for call in calls)
                 self._ahead = set(self._batch)
-                self._handing_over = {
-                    call.tool_call_id for call in calls if call.function_name in self._transitions
-                }
             return False
         if isinstance(frame, FunctionCallCancelFrame):
             await self._settled(frame.tool_call_id)
@@ -168,7 +163,7 @@ class RoutingTTSService(MemberRouting[TTSService]):
             return True
         if isinstance(frame, FunctionCallResultFrame) and frame.tool_call_id in self._ahead:
             properties = frame.properties
-            refused = frame.tool_call_id in self._handing_over and (
+            refused = frame.function_name in self._transitions and (
                 properties is None or properties.on_context_updated is None
             )
             if refused:

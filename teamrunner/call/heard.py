@@ -85,7 +85,8 @@ class HeardWords(FrameProcessor):
                 if isinstance(frame, TTSAudioRawFrame) and frame.context_id:
                     first = self._unspoken.get(frame.context_id, (start, end))[0]
                     self._unspoken[frame.context_id] = (first, end)
-                    self._note_first_audio(frame.context_id, start - now)
+                    if frame.context_id not in self._held_back:
+                        self._note_first_audio(frame.context_id, start - now)
             elif type(frame) is TTSTextFrame and frame.pts:
                 frame.pts = self._played_pts(frame)
             elif type(frame) is TTSTextFrame and frame.append_to_context:
@@ -111,8 +112,6 @@ class HeardWords(FrameProcessor):
 
     def _note_first_audio(self, context_id: str, waits_secs: float) -> None:
         """The first audio of ``context_id`` plays ``waits_secs`` after it was made."""
-        if context_id in self._held_back:
-            return
         self._held_back[context_id] = int(waits_secs * NS_PER_SEC)
         if len(self._held_back) > _CONTEXTS_KEPT:
             self._held_back.popitem(last=False)
