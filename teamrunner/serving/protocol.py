@@ -20,10 +20,21 @@ of the event loop for every answer the runner gives, and a head whose body
 does not is written alone at the loop's next turn. The bytes on the wire
 are the same.
 
+A connection closed while its client may still be sending (a body refused
+413 before it was all read, headers too slow, bytes that are not HTTP) is
+closed the way Apache and nginx close one: the answer and then the end of
+the runner's side are sent, and what the client goes on sending is read and
+dropped until it closes its side, for up to ``LINGER_SECS``. Closing the
+socket at once, with the client's bytes unread, makes the kernel reset the
+connection, and a reset can reach the client before it has read the answer:
+Go's client then reports "connection reset by peer" instead of the 413 that
+says what to change.
+
 It subclasses uvicorn's httptools protocol, which uvicorn accepts as its
 ``http`` setting, and hooks only httptools' parser callbacks
-(``on_message_begin``, ``on_headers_complete``), asyncio's
-``connection_made``/``connection_lost`` and uvicorn's ``send_400_response``.
+(``on_message_begin``, ``on_headers_complete``, ``on_message_complete``),
+asyncio's ``connection_made``/``connection_lost``/``data_received`` and
+uvicorn's ``send_400_response``.
 ``tests/serving/test_http_limits.py`` holds slow and garbled clients against
 a real server, and fails if those hooks stop firing, or if an answer comes
 in two writes.
@@ -33,11 +44,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from typing import Any, cast
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from teamrunner.responses import error_body
+
+# How long a connection closed with the client still sending reads and drops its bytes.
+LINGER_SECS = 2.0
 
 
 def header_timeout_protocol(header_timeout: float) -> type[asyncio.Protocol]:
@@ -45,19 +60,40 @@ def header_timeout_protocol(header_timeout: float) -> type[asyncio.Protocol]:
 
     class HeaderTimeoutProtocol(HttpToolsProtocol):
         _deadline: asyncio.TimerHandle | None = None
+        # Between a request's first byte and its last: the client is still sending.
+        _in_request = False
+        _lingering = False
 
         def connection_made(self, transport: Any) -> None:
             # It stands for the transport, which it passes everything else to.
-            super().connection_made(cast(asyncio.Transport, HeadWithBody(transport, self.loop)))
+            wrapped = HeadWithBody(transport, self.loop, self._linger)
+            super().connection_made(cast(asyncio.Transport, wrapped))
             self._arm()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
             super().connection_lost(exc)
 
+        def data_received(self, data: bytes) -> None:
+            if self._lingering:
+                return  # the rest of a request already answered: read, and dropped
+            super().data_received(data)
+
         def on_message_begin(self) -> None:
+            self._in_request = True
             super().on_message_begin()
             self._arm()
+
+        def on_message_complete(self) -> None:
+            self._in_request = False
+            super().on_message_complete()
+
+        def _linger(self) -> bool:
+            """Asked as the connection closes: whether the client may still be sending."""
+            if self._lingering or not self._in_request:
+                return False
+            self._lingering = True
+            return True
 
         def on_headers_complete(self) -> None:
             self._disarm()
@@ -81,6 +117,7 @@ def header_timeout_protocol(header_timeout: float) -> type[asyncio.Protocol]:
             self.transport.close()
 
         def send_400_response(self, msg: str) -> None:
+            self._in_request = True  # whatever it is, more of it may be coming
             message = "the request is not HTTP/1.1 the runner can read"
             self.transport.write(_closing_answer(b"400 Bad Request", message))
             self.transport.close()
@@ -106,12 +143,23 @@ class HeadWithBody:
 
     A write that is a whole head (a status line to the blank line) is held;
     the next write, or the transport's closing, or else the event loop's next
-    turn, sends it. Everything else is the transport's own.
+    turn, sends it. A close while ``linger()`` says the client may still be
+    sending ends the runner's side and leaves the socket open for the client to
+    read the answer and close its own, for up to ``LINGER_SECS`` (the
+    protocol drops what it reads meanwhile). Everything else is the
+    transport's own.
     """
 
-    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self,
+        transport: asyncio.Transport,
+        loop: asyncio.AbstractEventLoop,
+        linger: Callable[[], bool] = lambda: False,
+    ) -> None:
         self._transport = transport
         self._loop = loop
+        self._linger = linger
+        self._lingering = False
         self._head: bytes | None = None
         self._flush: asyncio.Handle | None = None
 
@@ -130,7 +178,17 @@ class HeadWithBody:
 
     def close(self) -> None:
         self._write_head()
-        self._transport.close()
+        transport = self._transport
+        if transport.is_closing() or not transport.can_write_eof() or not self._linger():
+            transport.close()
+            return
+        self._lingering = True
+        transport.write_eof()
+        transport.resume_reading()  # uvicorn pauses reading while a body waits
+        self._loop.call_later(LINGER_SECS, transport.close)
+
+    def is_closing(self) -> bool:
+        return self._lingering or self._transport.is_closing()
 
     def _write_head(self) -> None:
         if self._head is not None:

@@ -150,6 +150,33 @@ async def test_a_chunked_body_past_the_limit_is_refused_413(runner: RunnerProces
     assert '"status":"error"' in text
 
 
+async def test_a_client_still_sending_a_refused_body_reads_the_413_and_is_not_reset(
+    runner: RunnerProcess,
+) -> None:
+    # Go's client writes a body while the answer comes back. Closing with its bytes
+    # unread makes the kernel reset the connection, and a reset can beat the answer.
+    reader, writer = await asyncio.open_connection("127.0.0.1", runner.port)
+    writer.write(
+        b"POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 52428800\r\n\r\n"
+    )
+    await writer.drain()
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+    assert head.startswith(b"HTTP/1.1 413"), head
+
+    # The body goes on after the answer: a megabyte, each write drained.
+    chunk = b"x" * 65536
+    for _ in range(16):
+        writer.write(chunk)
+        await writer.drain()
+        await asyncio.sleep(0.01)
+    rest = await asyncio.wait_for(reader.read(), 5)  # the answer's body, then the end
+    writer.close()
+
+    assert b"RUNNER_MAX_BODY_BYTES" in rest
+    assert reader.at_eof()
+
+
 def member(index: int) -> dict[str, object]:
     """A member as big as a real one: a long prompt, five tools with schemas, two transitions."""
     tool = {
