@@ -148,6 +148,15 @@ class RunnerProcess:
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
+    async def astop(self) -> None:
+        """``stop`` from a test's event loop, which keeps running meanwhile.
+
+        A worker ending its calls closes their sockets to the simulators, which
+        run on the test's loop: stopped from a blocked loop, each close waits out
+        its timeout.
+        """
+        await asyncio.to_thread(self.stop)
+
     def stop(self) -> None:
         """End the runner; a pool's front is signalled twice, so every worker ends its calls now."""
         if not self.running:
@@ -155,6 +164,8 @@ class RunnerProcess:
         assert self._process is not None
         if self.pool:
             self._process.send_signal(signal.SIGTERM)
+            # Two signals sent at once arrive as one: the second must come after the first.
+            time.sleep(0.2)
             self._process.send_signal(signal.SIGTERM)
             try:
                 self._process.wait(20)

@@ -9,7 +9,7 @@ its own process's: one worker, and a front with two.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -117,12 +117,14 @@ def test_a_hard_cap_refuses_whatever_the_load() -> None:
 
 
 @pytest.fixture
-def one_worker(cloud: Cloud, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
+async def one_worker(
+    cloud: Cloud, tmp_path: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[str]:
     """A runner process of one worker, its load threshold given by the test's parameter."""
     environment = {**cloud.environment(), "RUNNER_WORKERS": "1", **getattr(request, "param", {})}
     runner = RunnerProcess(environment, tmp_path).start()
     yield runner.url
-    runner.stop()
+    await runner.astop()
 
 
 async def test_a_hundred_text_calls_at_once_on_one_worker_are_all_admitted_and_answered(
@@ -205,7 +207,7 @@ async def test_once_a_call_shows_in_the_measure_its_load_refuses_the_next_and_it
 
 
 @pytest.fixture
-def two_workers(cloud: Cloud, tmp_path: Path) -> Iterator[str]:
+async def two_workers(cloud: Cloud, tmp_path: Path) -> AsyncIterator[str]:
     environment = {
         **cloud.environment(),
         "RUNNER_WORKERS": "2",
@@ -213,7 +215,7 @@ def two_workers(cloud: Cloud, tmp_path: Path) -> Iterator[str]:
     }
     runner = RunnerProcess(environment, tmp_path).start()
     yield runner.url
-    runner.stop()
+    await runner.astop()
 
 
 async def test_a_pool_offers_a_call_to_each_worker_before_it_refuses_it(
@@ -223,15 +225,30 @@ async def test_a_pool_offers_a_call_to_each_worker_before_it_refuses_it(
     ids = ["voice-0", "voice-1", "voice-2"]
     for call_id in ids:
         cloud.manager.expect_call(call_id, caller=Caller(Caller.silence(0.2)))
+    # Each worker idle in its own measure first: a worker just forked and warm can
+    # show a moment of its start-up on a busy machine, which is not a call's room.
+    idle = await asyncio.wait_for(idle_workers(http, two_workers), timeout=15)
 
     answers = [
         await http.post(f"{two_workers}/run", json=voice_request(id=call_id)) for call_id in ids
     ]
 
-    assert [a.status_code for a in answers] == [200, 200, 503], [a.text for a in answers]
+    assert [a.status_code for a in answers] == [200, 200, 503], ([a.text for a in answers], idle)
     assert answers[2].headers["retry-after"] == "2"
     listed = (await http.get(f"{two_workers}/calls")).json()["calls"]
     assert sorted(c["worker"] for c in listed) == [0, 1]
     # Refused once by the pod, not once per worker that had no room.
     metrics = (await http.get(f"{two_workers}/metrics")).text
     assert 'runner_calls_refused_total{reason="capacity"} 1.0' in metrics
+
+
+async def idle_workers(http: httpx.AsyncClient, url: str) -> list[object]:
+    """Wait until every worker's measure shows it idle; the loads it reported."""
+    while True:
+        workers = (await http.get(f"{url}/health")).json()["workers"]
+        loads = [w.get("load") for w in workers]
+        if loads and all(
+            load and load["pending"] == 0 and load["measured"] < 0.02 for load in loads
+        ):
+            return loads
+        await asyncio.sleep(0.25)

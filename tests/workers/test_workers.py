@@ -13,7 +13,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -34,7 +34,9 @@ CALL_C = "2c3d4e5f-6071-4c8d-ae9f-a0b1c2d3e4f5"
 
 
 @pytest.fixture
-def pool(cloud: Cloud, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[RunnerProcess]:
+async def pool(
+    cloud: Cloud, tmp_path: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[RunnerProcess]:
     """The runner as a front and two workers; a ``drain_secs`` mark sets ``RUNNER_DRAIN_SECS``."""
     mark = request.node.get_closest_marker("drain_secs")
     environment = {
@@ -46,7 +48,7 @@ def pool(cloud: Cloud, tmp_path: Path, request: pytest.FixtureRequest) -> Iterat
     }
     process = RunnerProcess(environment, tmp_path).start()
     yield process
-    process.stop()
+    await process.astop()
 
 
 async def start_call(cloud: Cloud, http: httpx.AsyncClient, url: str, call_id: str) -> CallRecord:
