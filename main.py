@@ -36,6 +36,15 @@ own (``serve_worker``). With 1 there is no front: the process is the runner.
 
 from __future__ import annotations
 
+import sys
+
+if __name__ == "__main__":
+    # A pool's template imports the call stack on the other core while this
+    # process imports the API below (``teamrunner.workers.template``).
+    from teamrunner.workers.template import start_early
+
+    start_early(sys.argv[1:])
+
 import argparse
 import socket
 from collections.abc import Callable, Iterable
@@ -53,13 +62,12 @@ from teamrunner.contract import CallId, RunRequest
 from teamrunner.lifecycle.registry import SessionRegistry
 from teamrunner.lifecycle.runtime import Runtime
 from teamrunner.lifecycle.session import BuiltCall, Session
-from teamrunner.lifecycle.warmup import WarmUp, preload_names
+from teamrunner.lifecycle.warmup import WarmUp, call_modules, preload_names
 from teamrunner.observe import tracing
 from teamrunner.observe.journal import CallJournal, EndReason
 from teamrunner.observe.logs import configure_logging, install_redaction
 from teamrunner.observe.metrics import CONTENT_TYPE
 from teamrunner.plan import CallPlan, plan_call
-from teamrunner.providers import warm_modules
 from teamrunner.responses import (
     CallInfo,
     Calls,
@@ -75,30 +83,11 @@ from teamrunner.serving.app import Closer, Refusals, Unavailable, not_ready, run
 from teamrunner.serving.listeners import listening_on, listening_sockets
 from teamrunner.serving.server import Drain, RunnerHTTPServer, uvicorn_config
 from teamrunner.workers import worker_count
+from teamrunner.workers.template import worker_modules
 
 if TYPE_CHECKING:
     from pipecat.observers.base_observer import BaseObserver
     from pipecat.pipeline.worker import PipelineWorker
-
-# What a call imports: pipecat, the per-call assembly, and the default LLM's service
-# (the provider registry imports each vendor's only when a call uses it; see call_modules).
-CALL_MODULES = ("run", "pipecat.workers.runner", "teamrunner.providers.openai_compatible")
-# What a pool's workers have imported before they are forked from their template: this
-# module by its import name (run as a script it is ``__main__``, which the template does
-# not import), and a call's modules.
-WORKER_MODULES = ("main", *CALL_MODULES)
-
-
-def call_modules(settings: Settings) -> tuple[str, ...]:
-    """What this runner's first call imports: the call stack, and its providers' modules.
-
-    The providers are those whose keys the runner holds (``warm_modules``), so the
-    first call of a fresh process (the first caller after a deploy) imports
-    nothing on the event loop that every call shares: importing Deepgram's and
-    Cartesia's stacks there cost a first voice call about 170 ms.
-    """
-    return tuple(dict.fromkeys((*CALL_MODULES, *warm_modules(settings.keys))))
-
 
 # Observers a tool running the runner adds to each call it builds (the playground's
 # timeline and Whisker), given the call's plan and worker, as pipecat's own
@@ -368,7 +357,7 @@ def main(argv: list[str] | None = None) -> None:
     else:
         from teamrunner.workers.front import serve_front
 
-        serve_front(settings, workers, serve_worker, ("main", *call_modules(settings)))
+        serve_front(settings, workers, serve_worker, worker_modules(settings))
 
 
 def __getattr__(name: str) -> Any:

@@ -37,8 +37,10 @@ from collections.abc import Iterator, Sequence
 from loguru import logger
 
 from teamrunner import tls
+from teamrunner.config import Settings
 from teamrunner.errors import ConfigError
 from teamrunner.lifecycle import proxies
+from teamrunner.providers import warm_modules
 from teamrunner.providers.resources import SharedResources
 from teamrunner.speech.models import MODELS
 
@@ -57,6 +59,22 @@ def preload_names(setting: str) -> tuple[str, ...]:
             f"give any of {', '.join(MODELS)} (comma-separated), or leave it empty"
         )
     return names
+
+
+# What a call imports: pipecat, the per-call assembly, and the default LLM's service
+# (the provider registry imports each vendor's only when a call uses it; see call_modules).
+CALL_MODULES = ("run", "pipecat.workers.runner", "teamrunner.providers.openai_compatible")
+
+
+def call_modules(settings: Settings) -> tuple[str, ...]:
+    """What this runner's first call imports: the call stack, and its providers' modules.
+
+    The providers are those whose keys the runner holds (``warm_modules``), so the
+    first call of a fresh process (the first caller after a deploy) imports
+    nothing on the event loop that every call shares: importing Deepgram's and
+    Cartesia's stacks there cost a first voice call about 170 ms.
+    """
+    return tuple(dict.fromkeys((*CALL_MODULES, *warm_modules(settings.keys))))
 
 
 @contextlib.contextmanager

@@ -55,74 +55,79 @@ from teamrunner.responses import error_body
 LINGER_SECS = 2.0
 
 
+class HeaderTimeoutProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with the deadline on headers and the lingering close."""
+
+    header_timeout: float  # the server's setting, given by header_timeout_protocol
+    _deadline: asyncio.TimerHandle | None = None
+    # Between a request's first byte and its last: the client is still sending.
+    _in_request = False
+    _lingering = False
+
+    def connection_made(self, transport: Any) -> None:
+        # It stands for the transport, which it passes everything else to.
+        wrapped = HeadWithBody(transport, self.loop, self._linger)
+        super().connection_made(cast(asyncio.Transport, wrapped))
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._lingering:
+            return  # the rest of a request already answered: read, and dropped
+        super().data_received(data)
+
+    def on_message_begin(self) -> None:
+        self._in_request = True
+        super().on_message_begin()
+        self._arm()
+
+    def on_message_complete(self) -> None:
+        self._in_request = False
+        super().on_message_complete()
+
+    def _linger(self) -> bool:
+        """Asked as the connection closes: whether the client may still be sending."""
+        if self._lingering or not self._in_request:
+            return False
+        self._lingering = True
+        return True
+
+    def on_headers_complete(self) -> None:
+        self._disarm()
+        super().on_headers_complete()
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._deadline = self.loop.call_later(self.header_timeout, self._headers_too_slow)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _headers_too_slow(self) -> None:
+        self._deadline = None
+        if self.transport.is_closing():
+            return
+        message = f"the request headers did not arrive within {self.header_timeout:g}s"
+        self.transport.write(_closing_answer(b"408 Request Timeout", message))
+        self.transport.close()
+
+    def send_400_response(self, msg: str) -> None:
+        self._in_request = True  # whatever it is, more of it may be coming
+        message = "the request is not HTTP/1.1 the runner can read"
+        self.transport.write(_closing_answer(b"400 Bad Request", message))
+        self.transport.close()
+
+
 def header_timeout_protocol(header_timeout: float) -> type[asyncio.Protocol]:
     """uvicorn's httptools protocol, closing requests whose headers take longer than this."""
-
-    class HeaderTimeoutProtocol(HttpToolsProtocol):
-        _deadline: asyncio.TimerHandle | None = None
-        # Between a request's first byte and its last: the client is still sending.
-        _in_request = False
-        _lingering = False
-
-        def connection_made(self, transport: Any) -> None:
-            # It stands for the transport, which it passes everything else to.
-            wrapped = HeadWithBody(transport, self.loop, self._linger)
-            super().connection_made(cast(asyncio.Transport, wrapped))
-            self._arm()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm()
-            super().connection_lost(exc)
-
-        def data_received(self, data: bytes) -> None:
-            if self._lingering:
-                return  # the rest of a request already answered: read, and dropped
-            super().data_received(data)
-
-        def on_message_begin(self) -> None:
-            self._in_request = True
-            super().on_message_begin()
-            self._arm()
-
-        def on_message_complete(self) -> None:
-            self._in_request = False
-            super().on_message_complete()
-
-        def _linger(self) -> bool:
-            """Asked as the connection closes: whether the client may still be sending."""
-            if self._lingering or not self._in_request:
-                return False
-            self._lingering = True
-            return True
-
-        def on_headers_complete(self) -> None:
-            self._disarm()
-            super().on_headers_complete()
-
-        def _arm(self) -> None:
-            self._disarm()
-            self._deadline = self.loop.call_later(header_timeout, self._headers_too_slow)
-
-        def _disarm(self) -> None:
-            if self._deadline is not None:
-                self._deadline.cancel()
-                self._deadline = None
-
-        def _headers_too_slow(self) -> None:
-            self._deadline = None
-            if self.transport.is_closing():
-                return
-            message = f"the request headers did not arrive within {header_timeout:g}s"
-            self.transport.write(_closing_answer(b"408 Request Timeout", message))
-            self.transport.close()
-
-        def send_400_response(self, msg: str) -> None:
-            self._in_request = True  # whatever it is, more of it may be coming
-            message = "the request is not HTTP/1.1 the runner can read"
-            self.transport.write(_closing_answer(b"400 Bad Request", message))
-            self.transport.close()
-
-    return HeaderTimeoutProtocol
+    return type(
+        "HeaderTimeoutProtocol", (HeaderTimeoutProtocol,), {"header_timeout": header_timeout}
+    )
 
 
 def _closing_answer(status: bytes, message: str) -> bytes:

@@ -33,11 +33,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import tempfile
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Query
@@ -64,8 +61,9 @@ from teamrunner.serving.app import Closer, Refusals, Unavailable, not_ready, run
 from teamrunner.serving.listeners import listening_on, listening_sockets
 from teamrunner.serving.server import Drain, RunnerHTTPServer, uvicorn_config
 from teamrunner.workers.pool import WorkerPool
-from teamrunner.workers.process import WorkerProcess, WorkerTarget, start_template
+from teamrunner.workers.process import WorkerProcess, WorkerTarget
 from teamrunner.workers.relay import CallRelay, passed, stop_on_holder
+from teamrunner.workers.template import start_template, take_early
 
 
 class WorkerHealth(BaseModel):
@@ -256,15 +254,12 @@ def serve_front(
     """Serve the front of ``count`` workers running ``target`` until a signal, then drain.
 
     The workers are forked from a template that imports ``preload`` (``target``'s
-    module and a call's: ``process.start_template``) while the front starts serving.
+    module and a call's): the one ``template.start_early`` started before this
+    process's imports, or else one started now.
     """
-    with tempfile.TemporaryDirectory(prefix="teamrunner-") as scratch:
-        sockets, metrics = Path(scratch, "sockets"), Path(scratch, "metrics")
-        sockets.mkdir(mode=0o700)
-        metrics.mkdir(mode=0o700)
-        # Read by prometheus-client as the template imports it: the workers count in files.
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics)
-        context = start_template(preload)
+    template = take_early() or start_template(preload)
+    with template.scratch:
+        context, sockets, metrics = template.context, template.sockets, template.metrics
         pool = WorkerPool(settings, count, context, target, str(sockets), PoolMetrics(str(metrics)))
         app = create_front_app(settings, pool)
         config = uvicorn_config(app, settings)

@@ -71,7 +71,7 @@ class WorkerPool:
     Args:
         settings: The runner's settings; every worker gets them as they are.
         count: How many workers.
-        context: Where the workers are forked from (``process.start_template``).
+        context: Where the workers are forked from (``template.start_template``).
         target: What each worker process runs (``main.serve_worker``).
         sockets: A directory only this process can reach, for the workers' sockets.
         metrics: The front's metrics, whose ``workers_dir`` the workers write to.

@@ -2,7 +2,7 @@
 
 A worker is forked from a template (``multiprocessing``'s forkserver start
 method): an interpreter the front starts once, which imports the worker's
-module and the call stack (``main.WORKER_MODULES``) and then forks every
+module and the call stack (``template.WORKER_MODULES``) and then forks every
 worker from there, the first ones and their replacements. A worker
 thus starts with pipecat and the providers' SDKs already imported (two of
 the two and a half seconds a fresh interpreter takes) and loads only its
@@ -27,7 +27,8 @@ to drain; and drains itself should the front die without telling it: it
 watches its own sentinel of the front (``multiprocessing.parent_process``,
 a pipe the front holds open while it lives). The kernel's parent-death
 signal would not do: a worker's parent is the template, not the front, and
-the template lives on while any worker does.
+the template lives on while any worker does. The template starts as early as
+the front can start it (``template.py``).
 """
 
 from __future__ import annotations
@@ -36,13 +37,12 @@ import asyncio
 import contextlib
 import multiprocessing
 import multiprocessing.connection
-import multiprocessing.forkserver
 import os
 import signal
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from typing import Any
 from urllib.parse import urlencode
@@ -52,6 +52,7 @@ from loguru import logger
 from teamrunner.config import Settings
 from teamrunner.responses import CallKind, LoadReport, ProcessHealth
 from teamrunner.workers.link import Answer, WorkerGone, WorkerLink
+from teamrunner.workers.template import WorkerContext
 
 # Runs in the new process: (settings, socket path, worker index).
 WorkerTarget = Callable[[Settings, str, int], None]
@@ -69,26 +70,6 @@ class WorkerState(StrEnum):
 
 # The worker's answer headers the front passes on.
 PASSED_HEADERS = ("content-type", "retry-after")
-
-
-WorkerContext = multiprocessing.context.ForkServerContext
-
-
-def start_template(preload: Sequence[str]) -> WorkerContext:
-    """Start the template the workers are forked from; it imports ``preload`` meanwhile.
-
-    Once per process, before its first worker, and once the environment the
-    workers need is set: the template keeps the environment it started with,
-    and so do the workers forked from it. ``preload`` names the worker's own
-    module by its import name (a script run as ``__main__`` is not preloaded
-    under that name: ``multiprocessing`` passes the template no path for it),
-    then what a call imports. A module the template cannot import is left to
-    each worker to import (and to fail on, saying why).
-    """
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(list(preload))
-    multiprocessing.forkserver.ensure_running()
-    return context
 
 
 def become_worker(index: int) -> None:

@@ -353,8 +353,9 @@ def test_the_workers_template_starts_no_thread_when_it_imports_the_call_stack() 
     # Workers are forked from a process that has imported these: a thread started there
     # would be missing in every worker, holding whatever lock it held at the fork.
     script = (
-        "import importlib, threading, main\n"
-        "for module in main.WORKER_MODULES:\n"
+        "import importlib, threading\n"
+        "from teamrunner.workers.template import WORKER_MODULES\n"
+        "for module in WORKER_MODULES:\n"
         "    importlib.import_module(module)\n"
         "print(threading.active_count())"
     )

@@ -1,0 +1,74 @@
+"""The workers' template, started by ``python main.py`` before the front's own imports.
+
+Each case runs in an interpreter of its own: a template is a process-wide
+forkserver, and the front's imports are what it must come before.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from runner_process import ROOT
+
+# Starts the template early as ``python main.py`` does, then reports what the front sees.
+PROBE = """
+import json, os, sys
+from teamrunner.workers.template import start_early, take_early
+start_early(sys.argv[1:])
+imported_api = "fastapi" in sys.modules
+template = take_early()
+report = {"started": template is not None, "imported_api": imported_api}
+if template is not None:
+    report.update(
+        again=take_early() is not None,
+        front_env="PROMETHEUS_MULTIPROC_DIR" in os.environ,
+        sockets_mode=oct(template.sockets.stat().st_mode & 0o777),
+        metrics_mode=oct(template.metrics.stat().st_mode & 0o777),
+    )
+    template.scratch.cleanup()
+print(json.dumps(report))
+"""
+
+
+def probe(workers: str, *args: str) -> dict[str, object]:
+    environment = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")},
+        "RUNNER_WORKERS": workers,
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE, *args],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    report: dict[str, object] = json.loads(result.stdout.strip().splitlines()[-1])
+    return report
+
+
+def test_a_pool_starts_its_template_before_the_api_is_imported_and_hands_it_over_once() -> None:
+    report = probe("2")
+
+    assert report == {
+        "started": True,
+        "imported_api": False,
+        "again": False,
+        # The workers count metrics in files; the front, in its own memory.
+        "front_env": False,
+        "sockets_mode": "0o700",
+        "metrics_mode": "0o700",
+    }
+
+
+@pytest.mark.parametrize(("workers", "args"), [("1", ()), ("2", ("--help",)), ("two", ())])
+def test_no_template_starts_early_for_a_single_runner_help_or_settings_it_refuses(
+    workers: str, args: tuple[str, ...]
+) -> None:
+    assert probe(workers, *args) == {"started": False, "imported_api": False}
