@@ -16,6 +16,7 @@ is one pod's cores, and nothing more distributed.
 
     cores.py    how many workers: RUNNER_WORKERS, or the cores the process may use
     template.py where workers are forked from, started before the front's own imports
+    preload.py  what the template imports, on a settled heap (imported there alone)
     process.py  one worker process: forked, watched, spoken to over its socket
     link.py     the front's line to one worker: HTTP/1.1 on connections it keeps
     pool.py     the workers: placement, stop routing, replacement, drain

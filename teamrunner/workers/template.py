@@ -39,6 +39,8 @@ WorkerContext = multiprocessing.context.ForkServerContext
 # runner's module by its import name (run as a script it is ``__main__``, which the
 # template does not import), and a call's modules.
 WORKER_MODULES = ("main", *CALL_MODULES)
+# The modules the template imports (``preload.py``), set for the template alone.
+MODULES_VARIABLE = "TEAMRUNNER_TEMPLATE_MODULES"
 
 
 def worker_modules(settings: Settings) -> tuple[str, ...]:
@@ -71,22 +73,28 @@ def start_template(preload: Sequence[str]) -> Template:
     """Start the template the workers are forked from; it imports ``preload`` meanwhile.
 
     Once per process, before its first worker. ``preload`` names the worker's
-    own module by its import name, then what a call imports. A module the
-    template cannot import is left to each worker to import (and to fail on,
-    saying why).
+    own module by its import name, then what a call imports; the template
+    imports them through ``preload.py``. A module the template cannot import
+    is left to each worker to import (and to fail on, saying why).
     """
     scratch = tempfile.TemporaryDirectory(prefix="teamrunner-")
     template = Template(multiprocessing.get_context("forkserver"), scratch)
     template.sockets.mkdir(mode=0o700)
     template.metrics.mkdir(mode=0o700)
-    template.context.set_forkserver_preload(list(preload))
-    # Read by prometheus-client as the template imports it: the workers count in files.
-    # The front counts in its own memory, so the variable is the template's alone.
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(template.metrics)
+    # The template imports ``preload`` through one module, on a settled heap.
+    template.context.set_forkserver_preload(["teamrunner.workers.preload"])
+    template_only = {
+        # Read by prometheus-client as the template imports it: the workers count in
+        # files. The front counts in its own memory, so the variable is the template's.
+        "PROMETHEUS_MULTIPROC_DIR": str(template.metrics),
+        MODULES_VARIABLE: ",".join(preload),
+    }
+    os.environ.update(template_only)
     try:
         multiprocessing.forkserver.ensure_running()
     finally:
-        del os.environ["PROMETHEUS_MULTIPROC_DIR"]
+        for name in template_only:
+            del os.environ[name]
     return template
 
 

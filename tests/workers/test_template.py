@@ -13,6 +13,8 @@ import sys
 
 import pytest
 
+from teamrunner.workers.template import MODULES_VARIABLE, WORKER_MODULES
+
 from runner_process import ROOT
 
 # Starts the template early as ``python main.py`` does, then reports what the front sees.
@@ -72,3 +74,39 @@ def test_no_template_starts_early_for_a_single_runner_help_or_settings_it_refuse
     workers: str, args: tuple[str, ...]
 ) -> None:
     assert probe(workers, *args) == {"started": False, "imported_api": False}
+
+
+def imported_as_the_template_does(modules: str, script: str) -> str:
+    """What ``script`` prints after ``teamrunner.workers.preload`` imported ``modules``."""
+    environment = {**os.environ, MODULES_VARIABLE: modules}
+    result = subprocess.run(
+        [sys.executable, "-c", "import teamrunner.workers.preload\n" + script],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip().splitlines()[-1]
+
+
+def test_the_template_starts_no_thread_when_it_imports_the_call_stack() -> None:
+    # Workers are forked from a process that has imported these: a thread started there
+    # would be missing in every worker, holding whatever lock it held at the fork.
+    printed = imported_as_the_template_does(
+        ",".join(WORKER_MODULES), "import threading, sys; print(threading.active_count())"
+    )
+
+    assert printed == "1"
+
+
+def test_the_templates_imports_leave_a_frozen_heap_and_skip_a_module_it_lacks() -> None:
+    printed = imported_as_the_template_does(
+        "no_such_module_here,decimal",
+        "import gc, json, sys; print(json.dumps("
+        "[gc.isenabled(), gc.get_freeze_count() > 0, 'decimal' in sys.modules]))",
+    )
+
+    # The collector is back on, and walks nothing the imports made.
+    assert json.loads(printed) == [True, True, True]

@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -25,7 +23,7 @@ from teamrunner.config import DEFAULT_LOAD_THRESHOLD, Settings
 from teamrunner.workers import usable_cores, worker_count
 
 from conftest import Cloud
-from runner_process import DRAINING, ROOT, RunnerProcess
+from runner_process import DRAINING, RunnerProcess
 from scenarios import caller_says, voice_request
 
 CALL_A = "0a1b2c3d-4e5f-4a6b-8c7d-8e9fa0b1c2d3"
@@ -347,24 +345,6 @@ async def test_a_front_killed_outright_takes_its_workers_and_everything_it_start
     await until_ended(started, timeout=30)
 
     assert workers < started
-
-
-def test_the_workers_template_starts_no_thread_when_it_imports_the_call_stack() -> None:
-    # Workers are forked from a process that has imported these: a thread started there
-    # would be missing in every worker, holding whatever lock it held at the fork.
-    script = (
-        "import importlib, threading\n"
-        "from teamrunner.workers.template import WORKER_MODULES\n"
-        "for module in WORKER_MODULES:\n"
-        "    importlib.import_module(module)\n"
-        "print(threading.active_count())"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60
-    )
-
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "1"
 
 
 async def test_the_front_answers_at_once_and_a_call_that_comes_early_waits_for_the_workers(
