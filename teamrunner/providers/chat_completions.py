@@ -14,6 +14,16 @@ thirds of the runner's CPU (see BENCHMARKS.md).
 services make -- by posting the same JSON body through the SDK's public
 ``post`` method, so retries, authentication, errors and the streaming parser
 are still the SDK's own. Everything else is delegated to the wrapped client.
+
+The stream's chunks are built by pydantic's validator (``ValidatedChunk``)
+rather than by the SDK's ``construct_type``, which walks each chunk's type
+annotations in Python: 55 µs a chunk against 2.5 µs, measured on a 2-core AMD
+EPYC, for every token of every reply, on the event loop every call shares. A
+chunk the validator refuses (a provider's own shape of it) is built the SDK's
+way. The SDK builds a stream's items with a class's ``build`` classmethod when
+it has one (``openai._types.ModelBuilderProtocol``);
+``tests/providers/test_chat_completions.py`` fails if it stops, and compares
+the chunks with the SDK's own.
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ from typing import Any
 
 from openai import AsyncOpenAI, AsyncStream, NotGiven, Omit
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from pydantic import ValidationError
 
 CHAT_COMPLETIONS_PATH = "/chat/completions"
 
@@ -55,6 +66,25 @@ def request_parts(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any
     return body, options
 
 
+class ValidatedChunk(ChatCompletionChunk):
+    """Names the way a stream's chunks are built; its items are ``ChatCompletionChunk``."""
+
+    @classmethod
+    def build(cls, *, response: Any, data: object) -> ChatCompletionChunk:
+        """A chunk from its JSON, by pydantic's validator; the SDK's way if it refuses."""
+        try:
+            return ChatCompletionChunk.model_validate(data)
+        except ValidationError:
+            if not isinstance(data, dict):
+                return data  # type: ignore[return-value]  # the SDK passes such data on as is
+            return ChatCompletionChunk.construct(**data)
+
+
+# The SDK's models build their validators on first use: here, at import (the warm-up's),
+# and not at the first chunk of a process's first call (2.4 ms).
+ChatCompletionChunk.model_rebuild(force=True)
+
+
 class DirectChatCompletions:
     """``chat.completions`` whose ``create`` sends the request as given."""
 
@@ -71,7 +101,7 @@ class DirectChatCompletions:
             options=options,
             cast_to=ChatCompletion,
             stream=bool(body.get("stream")),
-            stream_cls=AsyncStream[ChatCompletionChunk],
+            stream_cls=AsyncStream[ValidatedChunk],
         )
 
 
