@@ -1,9 +1,9 @@
 """What a streamed reply costs the runner: CPU per reply, and per chunk of the stream.
 
 A call that hears but does not speak (typed turns, ``send-text``; no voice)
-takes ``--turns`` turns answered with a reply of one word, then as many
-answered with a reply of ``--words`` words, each word a chunk of the stream as
-OpenAI sends them. The runner is pinned to one core and the simulators to the
+takes ``--turns`` turns answered with a reply of one word, alternating with as
+many answered with a reply of ``--words`` words, each word a chunk of the
+stream as OpenAI sends them. The runner is pinned to one core and the simulators to the
 other; its CPU is read from ``/proc`` around each set of turns. The difference
 between the two, over the difference in chunks, is what one chunk costs: the
 SDK building it, pipecat pushing its text, the context aggregating it and the
@@ -45,18 +45,29 @@ def answered(text: str) -> Callable[[CallRecord], bool]:
     return lambda record: record.bot_llm_text()[-1:] == [text]
 
 
-async def cpu_per_turn(
-    cloud: Cloud, runner: RunnerProcess, turns: int, words: int, start: int
-) -> float:
-    """Runner CPU seconds per turn, over ``turns`` turns answered with ``words`` words."""
-    answer = " ".join([WORD] * words)
-    cloud.openai.push(*[Reply.say(f"{answer} {start + n}.") for n in range(turns)])
-    call = cloud.manager.calls[CALL]
+async def turn_cpu(cloud: Cloud, runner: RunnerProcess, words: int, n: int) -> float:
+    """Runner CPU seconds of turn ``n``, answered with ``words`` words."""
+    answer = f"{' '.join([WORD] * words)} {n}."
+    cloud.openai.push(Reply.say(answer))
     before = runner.cpu_seconds()
-    for n in range(start, start + turns):
-        await cloud.manager.send_text(CALL, f"Question {n}.")
-        await call.wait(answered(f"{answer} {n}."), 10, "the answer")
-    return (runner.cpu_seconds() - before) / turns
+    await cloud.manager.send_text(CALL, f"Question {n}.")
+    await cloud.manager.calls[CALL].wait(answered(answer), 10, "the answer")
+    return runner.cpu_seconds() - before
+
+
+async def cpu_per_turn(
+    cloud: Cloud, runner: RunnerProcess, turns: int, words: int
+) -> tuple[float, float]:
+    """Runner CPU seconds per turn of one word and per turn of ``words`` words.
+
+    The two alternate, so the conversation growing (each request carries all
+    of it) weighs on both alike.
+    """
+    short = long = 0.0
+    for n in range(turns):
+        short += await turn_cpu(cloud, runner, 1, 2 * n)
+        long += await turn_cpu(cloud, runner, words, 2 * n + 1)
+    return short / turns, long / turns
 
 
 async def measure(root: Path, turns: int, words: int, runner_cores: set[int]) -> list[object]:
@@ -72,16 +83,15 @@ async def measure(root: Path, turns: int, words: int, runner_cores: set[int]) ->
             await cloud.manager.calls[CALL].wait(
                 lambda c: "Hello." in c.bot_llm_text(), 10, "a greeting"
             )
-            await cpu_per_turn(cloud, runner, 5, words, 0)  # warm: first-use paths
-            short = await cpu_per_turn(cloud, runner, turns, 1, 100)
-            long = await cpu_per_turn(cloud, runner, turns, words, 1000)
+            await cpu_per_turn(cloud, runner, 3, words)  # warm: first-use paths
+            short, long = await cpu_per_turn(cloud, runner, turns, words)
             await http.post(f"{runner.url}/stop", params={"id": CALL})
     per_chunk = (long - short) / (words - 1)
     return [root.name or str(root), short * 1e3, long * 1e3, per_chunk * 1e6]
 
 
 async def main(turns: int, words: int, roots: list[Path]) -> None:
-    banner(f"A streamed reply's cost: {turns} turns of 1 word, then of {words} words")
+    banner(f"A streamed reply's cost: {turns} turns of 1 word, alternating with {words} words")
     runner_cores, _ = split_cores()
     rows = [await measure(root, turns, words, runner_cores) for root in roots]
     print(
