@@ -37,13 +37,10 @@ print(json.dumps(report))
 """
 
 
-def probe(workers: str, *args: str) -> dict[str, object]:
-    environment = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")},
-        "RUNNER_WORKERS": workers,
-    }
+def last_line(script: str, *args: str, environment: dict[str, str]) -> str:
+    """The last line ``python -c script args`` printed, in an interpreter of its own."""
     result = subprocess.run(
-        [sys.executable, "-c", PROBE, *args],
+        [sys.executable, "-c", script, *args],
         cwd=ROOT,
         env=environment,
         capture_output=True,
@@ -51,7 +48,15 @@ def probe(workers: str, *args: str) -> dict[str, object]:
         timeout=60,
     )
     assert result.returncode == 0, result.stderr
-    report: dict[str, object] = json.loads(result.stdout.strip().splitlines()[-1])
+    return result.stdout.strip().splitlines()[-1]
+
+
+def probe(workers: str, *args: str) -> dict[str, object]:
+    environment = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("RUNNER_")},
+        "RUNNER_WORKERS": workers,
+    }
+    report: dict[str, object] = json.loads(last_line(PROBE, *args, environment=environment))
     return report
 
 
@@ -78,17 +83,10 @@ def test_no_template_starts_early_for_a_single_runner_help_or_settings_it_refuse
 
 def imported_as_the_template_does(modules: str, script: str) -> str:
     """What ``script`` prints after ``teamrunner.workers.preload`` imported ``modules``."""
-    environment = {**os.environ, MODULES_VARIABLE: modules}
-    result = subprocess.run(
-        [sys.executable, "-c", "import teamrunner.workers.preload\n" + script],
-        cwd=ROOT,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    return last_line(
+        "import teamrunner.workers.preload\n" + script,
+        environment={**os.environ, MODULES_VARIABLE: modules},
     )
-    assert result.returncode == 0, result.stderr
-    return result.stdout.strip().splitlines()[-1]
 
 
 def test_the_template_starts_no_thread_when_it_imports_the_call_stack() -> None:
