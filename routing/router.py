@@ -45,7 +45,7 @@ from pipecat.pipeline.service_switcher import ServiceSwitcher
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
 from teamrunner.errors import MemberSwitchError
-from teamrunner.pipecat_internals.switcher import RoutingStrategy
+from teamrunner.pipecat_internals.switcher import RoutingStrategy, forget_old_frames
 
 SpecT = TypeVar("SpecT", bound=Hashable)
 ServiceT = TypeVar("ServiceT", bound=FrameProcessor)
@@ -163,6 +163,8 @@ class MemberRouting(ServiceSwitcher[RoutingStrategy], Generic[ServiceT]):
         super().__init__(
             ordered_services(by_member, start_member_id), strategy_type=RoutingStrategy
         )
+        # pipecat's switcher would keep every frame id that left it for the whole call.
+        forget_old_frames(self)
         self._by_member: dict[str, ServiceT | None] = dict(by_member)
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:

@@ -1,15 +1,64 @@
-"""pipecat's manual switching strategy, able to switch at once.
+"""pipecat's switchers: a manual strategy able to switch at once, and a bounded memory.
 
 ``ServiceSwitcherStrategyManual`` switches when a ``ManuallySwitchServiceFrame``
 reaches it, through ``_set_active_if_available`` (which refuses a service
 that is not the switcher's or can no longer be used). Pinned pipecat 1.14 has
 no public way to switch without sending that frame through the switcher.
+
+A switcher is a ``ParallelPipeline``, which pushes a frame that leaves
+several of its branches only once by keeping the id of every frame that has
+left it in ``_seen_ids``, a set it never empties. In a router that is every
+frame its active service puts out, for as long as the call lasts: the
+caller's audio passed on by the STT (25 frames a second), each chunk of the
+bot's voice, each token. ``forget_old_frames`` puts a set there that keeps
+the last ``SEEN_FRAMES`` ids: a frame leaves a router's branches together
+(each branch is a pipeline in direct mode, and only lifecycle frames pass
+the inactive branches' filters), never thousands of frames apart.
+``tests/routing/test_router_memory.py`` fails if pipecat uses
+the set any other way, and checks that a router's memory stays bounded and
+that every frame, its start included, still leaves once.
 """
 
 from __future__ import annotations
 
+from collections import deque
+
+from pipecat.pipeline.parallel_pipeline import ParallelPipeline
 from pipecat.pipeline.service_switcher import ServiceSwitcherStrategyManual
 from pipecat.processors.frame_processor import FrameProcessor
+
+# How many of the latest frame ids a switcher keeps to push each frame once.
+SEEN_FRAMES = 1024
+
+
+class RecentFrameIds:
+    """A set of frame ids that keeps only the ``limit`` latest added."""
+
+    def __init__(self, limit: int = SEEN_FRAMES) -> None:
+        self._limit = limit
+        self._ids: set[int] = set()
+        self._order: deque[int] = deque()
+
+    def __contains__(self, frame_id: object) -> bool:
+        return frame_id in self._ids
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def add(self, frame_id: int) -> None:
+        if frame_id in self._ids:
+            return
+        self._ids.add(frame_id)
+        self._order.append(frame_id)
+        if len(self._order) > self._limit:
+            self._ids.discard(self._order.popleft())
+
+
+def forget_old_frames(switcher: ParallelPipeline, limit: int = SEEN_FRAMES) -> RecentFrameIds:
+    """Make ``switcher`` keep only the latest ``limit`` frame ids; returns what it keeps."""
+    seen = RecentFrameIds(limit)
+    switcher._seen_ids = seen  # type: ignore[assignment]
+    return seen
 
 
 class RoutingStrategy(ServiceSwitcherStrategyManual):
