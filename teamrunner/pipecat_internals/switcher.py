@@ -54,11 +54,9 @@ class RecentFrameIds:
             self._ids.discard(self._order.popleft())
 
 
-def forget_old_frames(switcher: ParallelPipeline, limit: int = SEEN_FRAMES) -> RecentFrameIds:
-    """Make ``switcher`` keep only the latest ``limit`` frame ids; returns what it keeps."""
-    seen = RecentFrameIds(limit)
-    switcher._seen_ids = seen  # type: ignore[assignment]
-    return seen
+def forget_old_frames(switcher: ParallelPipeline) -> None:
+    """Make ``switcher`` keep only the latest ``SEEN_FRAMES`` frame ids."""
+    switcher._seen_ids = RecentFrameIds()  # type: ignore[assignment]
 
 
 class RoutingStrategy(ServiceSwitcherStrategyManual):

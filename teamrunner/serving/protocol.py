@@ -62,11 +62,10 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
     _deadline: asyncio.TimerHandle | None = None
     # Between a request's first byte and its last: the client is still sending.
     _in_request = False
-    _lingering = False
 
     def connection_made(self, transport: Any) -> None:
         # It stands for the transport, which it passes everything else to.
-        wrapped = HeadWithBody(transport, self.loop, self._linger)
+        wrapped = HeadWithBody(transport, self.loop, lambda: self._in_request)
         super().connection_made(cast(asyncio.Transport, wrapped))
         self._arm()
 
@@ -75,8 +74,8 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        if self._lingering:
-            return  # the rest of a request already answered: read, and dropped
+        if self.transport.is_closing():
+            return  # lingering: the rest of a request already answered, read and dropped
         super().data_received(data)
 
     def on_message_begin(self) -> None:
@@ -87,13 +86,6 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
     def on_message_complete(self) -> None:
         self._in_request = False
         super().on_message_complete()
-
-    def _linger(self) -> bool:
-        """Asked as the connection closes: whether the client may still be sending."""
-        if self._lingering or not self._in_request:
-            return False
-        self._lingering = True
-        return True
 
     def on_headers_complete(self) -> None:
         self._disarm()
@@ -183,6 +175,8 @@ class HeadWithBody:
 
     def close(self) -> None:
         self._write_head()
+        if self._lingering:
+            return  # closes once the client has, or at the end of the linger
         transport = self._transport
         if transport.is_closing() or not transport.can_write_eof() or not self._linger():
             transport.close()

@@ -2,7 +2,7 @@
 
 A worker is forked from a template (``multiprocessing``'s forkserver start
 method): an interpreter the front starts once, which imports the worker's
-module and the call stack (``template.WORKER_MODULES``) and then forks every
+module and the call stack (``template.worker_modules``) and then forks every
 worker from there, the first ones and their replacements. A worker
 thus starts with pipecat and the providers' SDKs already imported (two of
 the two and a half seconds a fresh interpreter takes) and loads only its

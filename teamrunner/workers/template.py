@@ -30,21 +30,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from teamrunner.config import Settings
-from teamrunner.lifecycle.warmup import CALL_MODULES, call_modules
+from teamrunner.lifecycle.warmup import call_modules
 from teamrunner.workers.cores import worker_count
 
 WorkerContext = multiprocessing.context.ForkServerContext
 
-# What a pool's workers have imported before they are forked from their template: the
-# runner's module by its import name (run as a script it is ``__main__``, which the
-# template does not import), and a call's modules.
-WORKER_MODULES = ("main", *CALL_MODULES)
 # The modules the template imports (``preload.py``), set for the template alone.
 MODULES_VARIABLE = "TEAMRUNNER_TEMPLATE_MODULES"
 
 
 def worker_modules(settings: Settings) -> tuple[str, ...]:
-    """What a pool's template imports before it forks a worker."""
+    """What a pool's template imports before it forks a worker.
+
+    The runner's module by its import name (run as a script it is ``__main__``,
+    which the template does not import), then what a call imports.
+    """
     return ("main", *call_modules(settings))
 
 

@@ -13,7 +13,8 @@ import sys
 
 import pytest
 
-from teamrunner.workers.template import MODULES_VARIABLE, WORKER_MODULES
+from teamrunner.config import Settings
+from teamrunner.workers.template import MODULES_VARIABLE, worker_modules
 
 from runner_process import ROOT
 
@@ -92,8 +93,9 @@ def imported_as_the_template_does(modules: str, script: str) -> str:
 def test_the_template_starts_no_thread_when_it_imports_the_call_stack() -> None:
     # Workers are forked from a process that has imported these: a thread started there
     # would be missing in every worker, holding whatever lock it held at the fork.
+    modules = ",".join(worker_modules(Settings.from_env()))
     printed = imported_as_the_template_does(
-        ",".join(WORKER_MODULES), "import threading, sys; print(threading.active_count())"
+        modules, "import threading, sys; print(threading.active_count())"
     )
 
     assert printed == "1"
