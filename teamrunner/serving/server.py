@@ -7,6 +7,13 @@ A second signal asks the drain to end every call at once. uvicorn re-raises
 the signals it caught once it has closed, which would end the process by
 the signal instead of with status 0; this server does not record them.
 
+``HURRY_SIGNAL`` ends every call at once, draining first if it was not: a
+pool's front sends it to its workers to pass on a second signal. Two
+SIGTERMs sent one right after the other can reach a process as one (the
+kernel keeps one of each signal pending), and a worker that had not yet
+handled the first drained its calls for ``RUNNER_DRAIN_SECS`` instead of
+ending them.
+
 ``RunnerHTTPServer.run()`` (uvicorn's) runs it on the event loop uvicorn
 picks: uvloop, which ``uvicorn[standard]`` installs. Every call of the
 process runs on that loop, and uvloop's C event loop and socket transports
@@ -17,8 +24,10 @@ cost each call's audio frames about a fifth less CPU than asyncio's own
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
-from collections.abc import Awaitable, Callable
+import threading
+from collections.abc import Awaitable, Callable, Iterator
 from types import FrameType
 from typing import Any
 
@@ -27,6 +36,9 @@ from loguru import logger
 
 from teamrunner.config import Settings
 from teamrunner.serving.protocol import header_timeout_protocol
+
+# Ends every call at once (see the module's docstring); Kubernetes and Docker never send it.
+HURRY_SIGNAL = signal.SIGUSR2
 
 
 def uvicorn_config(app: Any, settings: Settings, **overrides: Any) -> uvicorn.Config:
@@ -74,25 +86,41 @@ class RunnerHTTPServer(uvicorn.Server):
         self._loop = asyncio.get_running_loop()
         await super().serve(sockets)
 
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        """uvicorn's signal handlers, and ``HURRY_SIGNAL``'s."""
+        with super().capture_signals():
+            if threading.current_thread() is not threading.main_thread():
+                yield  # signals reach the main thread alone, as uvicorn says
+                return
+            previous = signal.signal(HURRY_SIGNAL, self.handle_exit)
+            try:
+                yield
+            finally:
+                signal.signal(HURRY_SIGNAL, previous)
+
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         # Called by the signal handler, between two bytecodes of whatever runs:
         # hand the work to the event loop.
         if self._loop is None:
             self.should_exit = True
             return
-        self._loop.call_soon_threadsafe(self._on_signal, signal.Signals(sig).name)
+        self._loop.call_soon_threadsafe(self._on_signal, signal.Signals(sig))
 
-    def _on_signal(self, name: str) -> None:
+    def _on_signal(self, sig: signal.Signals) -> None:
         drain = self._drain()
         if drain is None:
             self.should_exit = True
             return
         if self._draining is None:
-            logger.info(f"{name}: draining; /ready and /run now answer 503")
+            logger.info(f"{sig.name}: draining; /ready and /run now answer 503")
             self._draining = asyncio.get_running_loop().create_task(self._drain_then_exit(drain))
-        else:
-            logger.warning(f"{name} again: ending every call now")
-            drain.hurry()
+            if sig != HURRY_SIGNAL:
+                return
+        logger.warning(
+            f"{sig.name}{'' if sig == HURRY_SIGNAL else ' again'}: ending every call now"
+        )
+        drain.hurry()
 
     async def _drain_then_exit(self, drain: Drain) -> None:
         try:

@@ -40,6 +40,7 @@ from teamrunner.config import Settings
 from teamrunner.errors import WorkerStartError
 from teamrunner.observe.metrics import PoolMetrics
 from teamrunner.responses import CallKind
+from teamrunner.serving.server import HURRY_SIGNAL
 from teamrunner.workers.process import (
     Answer,
     WorkerContext,
@@ -330,15 +331,14 @@ class WorkerPool:
         """A second signal: every worker ends its calls now."""
         self.draining = True
         for worker in self._workers:
-            worker.signal(signal.SIGTERM)
+            worker.signal(HURRY_SIGNAL)
 
     async def close(self) -> None:
         """Stop what is still running (after a drain, nothing is) and release it."""
         self.draining = True
         live = [w for w in self._workers if w.state != WorkerState.ENDED]
         for worker in live:
-            worker.signal(signal.SIGTERM)
-            worker.signal(signal.SIGTERM)  # no drain here: end the calls now
+            worker.signal(HURRY_SIGNAL)  # no drain here: end the calls now
         await self._until_ended(live, STOP_GRACE_SECS)
         pending = [*self._tasks, *([self._refreshing] if self._refreshing else [])]
         for task in pending:

@@ -20,6 +20,7 @@ import pytest
 from playground.server import RunnerServer
 from simulators.manager import Caller
 from simulators.openai import Reply
+from teamrunner.serving.server import HURRY_SIGNAL
 
 from conftest import Cloud, cloud_settings
 from runner_process import DRAINING, RunnerProcess
@@ -163,6 +164,26 @@ async def test_a_second_signal_ends_every_call_at_once(
     await runner.wait_log(DRAINING)
     assert runner.running  # draining, for up to ten minutes
     runner.signal(signal.SIGTERM)
+    status = await wait_exit(runner, 10)
+
+    assert status == 0
+    assert call.rtvi("error")
+    await call.wait_closed(timeout=5)
+
+
+@pytest.mark.drain_secs(600)
+async def test_the_hurry_signal_alone_ends_every_call_at_once(
+    cloud: Cloud, draining_runner: RunnerProcess, http: httpx.AsyncClient
+) -> None:
+    # What a front sends its workers for a second signal: one signal, which two
+    # SIGTERMs sent together are not always (the kernel can merge them).
+    runner = draining_runner
+    cloud.openai.push(Reply.say("Hello."))
+    call = cloud.manager.expect_call(CALL_A, caller=Caller(Caller.silence(0.3)))
+    assert (await http.post(f"{runner.url}/run", json=voice_request(id=CALL_A))).status_code == 200
+    await call.wait_rtvi("bot-llm-stopped", timeout=10)
+
+    runner.signal(HURRY_SIGNAL)
     status = await wait_exit(runner, 10)
 
     assert status == 0
