@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from playground.server import RunnerServer
-from simulators.manager import Caller
+from simulators.manager import Caller, CallRecord
 from simulators.openai import Reply
 from teamrunner.serving.server import HURRY_SIGNAL
 
@@ -91,6 +91,15 @@ async def wait_exit(process: RunnerProcess, timeout: float) -> int:
     return await asyncio.to_thread(process.wait, timeout)
 
 
+async def greeted_call(cloud: Cloud, runner: RunnerProcess, http: httpx.AsyncClient) -> CallRecord:
+    """A call on ``runner`` whose greeting has been said."""
+    cloud.openai.push(Reply.say("Hello."))
+    call = cloud.manager.expect_call(CALL_A, caller=Caller(Caller.silence(0.3)))
+    assert (await http.post(f"{runner.url}/run", json=voice_request(id=CALL_A))).status_code == 200
+    await call.wait_rtvi("bot-llm-stopped", timeout=10)
+    return call
+
+
 @pytest.mark.drain_secs(30)
 async def test_sigterm_drains_calls_carry_on_and_new_ones_are_refused(
     cloud: Cloud, draining_runner: RunnerProcess, http: httpx.AsyncClient
@@ -155,10 +164,7 @@ async def test_a_second_signal_ends_every_call_at_once(
     cloud: Cloud, draining_runner: RunnerProcess, http: httpx.AsyncClient
 ) -> None:
     runner = draining_runner
-    cloud.openai.push(Reply.say("Hello."))
-    call = cloud.manager.expect_call(CALL_A, caller=Caller(Caller.silence(0.3)))
-    assert (await http.post(f"{runner.url}/run", json=voice_request(id=CALL_A))).status_code == 200
-    await call.wait_rtvi("bot-llm-stopped", timeout=10)
+    call = await greeted_call(cloud, runner, http)
 
     runner.signal(signal.SIGTERM)
     await runner.wait_log(DRAINING)
@@ -178,10 +184,7 @@ async def test_the_hurry_signal_alone_ends_every_call_at_once(
     # What a front sends its workers for a second signal: one signal, which two
     # SIGTERMs sent together are not always (the kernel can merge them).
     runner = draining_runner
-    cloud.openai.push(Reply.say("Hello."))
-    call = cloud.manager.expect_call(CALL_A, caller=Caller(Caller.silence(0.3)))
-    assert (await http.post(f"{runner.url}/run", json=voice_request(id=CALL_A))).status_code == 200
-    await call.wait_rtvi("bot-llm-stopped", timeout=10)
+    call = await greeted_call(cloud, runner, http)
 
     runner.signal(HURRY_SIGNAL)
     status = await wait_exit(runner, 10)
