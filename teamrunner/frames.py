@@ -25,6 +25,22 @@ class NoWordsFrame(SystemFrame):
 
 
 @dataclass
+class StretchVerdictFrame(SystemFrame):
+    """The end-of-turn rule's word, sent upstream, on the caller's last stretch of speech.
+
+    A stretch runs from a VAD start to its stop. ``joined`` is True when the
+    caller spoke again inside the rule's grace, so the stretch and the next
+    are one turn's words and should be recognised together; False when the
+    grace passed in silence (or no stretch was waiting). The rule
+    (``speech.end_of_turn``) sends one at every VAD start and at the end of
+    every grace; a segmented recogniser holds each stretch's transcript for it
+    (``pipecat_internals.segments``).
+    """
+
+    joined: bool
+
+
+@dataclass
 class SpokenLineFrame(DataFrame):
     """A line the runner says (``call.lines``), for pipecat-manager's transcript only."""
 

@@ -7,7 +7,8 @@ has no argument to hand it a loaded model (its ``model`` is a name or path).
 (``teamrunner.speech.models.SpeechModels``) through
 ``teamrunner.pipecat_internals.whisper``, keeping pipecat's language check, so
 a call or a team member costs no load; it also says when a stretch of speech
-had no words.
+had no words, and transcribes a turn the caller paused in as a whole
+(``teamrunner.pipecat_internals.segments``).
 
 Transcription is pipecat's code. ``tests/speech/test_speech_models.py``
 fails if pipecat changes under the adapter: the same attributes as pipecat's
@@ -25,11 +26,12 @@ from pipecat.services.whisper.stt import WhisperSTTService
 from pipecat.transcriptions.language import Language
 
 from teamrunner.frames import NoWordsFrame
+from teamrunner.pipecat_internals.segments import WholeTurnSegments
 from teamrunner.pipecat_internals.whisper import PreloadedWhisperSTTService
 
 
-class SharedWhisperSTTService(PreloadedWhisperSTTService):
-    """pipecat's Whisper STT on the process's loaded model."""
+class SharedWhisperSTTService(WholeTurnSegments, PreloadedWhisperSTTService):
+    """pipecat's Whisper STT on the process's loaded model, hearing a paused sentence whole."""
 
     def __init__(self, *, model: Any, language: Language | None, **kwargs: Any) -> None:
         super().__init__(

@@ -22,6 +22,13 @@ transcript as the last, but a recogniser that transcribes each stretch between
 the VAD's stops, one after another, can deliver the first stretch's after the
 second has ended, and the turn would end without the second. Here the STT has
 sent everything once a final transcript has come for every stop of the turn.
+
+The rule also tells the recogniser, upstream, what became of each stretch of
+speech (``StretchVerdictFrame``): joined to the next when the caller spoke
+again inside the grace, alone when the grace passed. Only the rule knows,
+since it counts the grace in audio the VAD has judged, and the recogniser,
+before the VAD in the pipeline, has always heard more. A recogniser of
+stretches then transcribes a joined turn whole instead of in fragments.
 """
 
 from __future__ import annotations
@@ -37,11 +44,12 @@ from pipecat.frames.frames import (
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
+from pipecat.processors.frame_processor import FrameDirection
 from pipecat.turns.types import ProcessFrameResult
 from pipecat.turns.user_stop import BaseUserTurnStopStrategy
 
 from teamrunner.audio import audio_secs
-from teamrunner.frames import NoWordsFrame
+from teamrunner.frames import NoWordsFrame, StretchVerdictFrame
 
 # How much longer than the grace the wall clock may run when no audio comes at all.
 SILENT_LINE_SLACK_SECS = 1.0
@@ -62,6 +70,8 @@ class HeardSilenceTurnStop(BaseUserTurnStopStrategy):
         self._vad_stopped = False
         # VAD stops this turn whose final transcript has not come yet.
         self._unheard_stops = 0
+        # A VAD stop the recogniser has not been told the fate of.
+        self._undecided_stretch = False
         # The grace: None while not counting, else the caller audio heard since it began.
         self._heard: float | None = None
         self._grace_done = False
@@ -76,6 +86,8 @@ class HeardSilenceTurnStop(BaseUserTurnStopStrategy):
         await self._forget_progress()
 
     async def handle_user_turn_stopped(self) -> None:
+        if self._undecided_stretch:
+            await self._tell_recogniser(joined=False)
         self._text = ""
         self._speaking = False
         self._unheard_stops = 0
@@ -91,6 +103,8 @@ class HeardSilenceTurnStop(BaseUserTurnStopStrategy):
         elif isinstance(frame, STTMetadataFrame):
             self._stt_p99 = frame.ttfs_p99_latency
         elif isinstance(frame, VADUserStartedSpeakingFrame):
+            # A stretch still undecided is inside its grace: the caller went on.
+            await self._tell_recogniser(joined=self._undecided_stretch)
             self._speaking = True
             await self._forget_progress()
         elif isinstance(frame, VADUserStoppedSpeakingFrame):
@@ -112,6 +126,7 @@ class HeardSilenceTurnStop(BaseUserTurnStopStrategy):
     async def _vad_stop(self, frame: VADUserStoppedSpeakingFrame) -> None:
         self._speaking = False
         self._vad_stopped = True
+        self._undecided_stretch = True
         await self._start_grace()
         await self._cancel_stt_wait()
         self._unheard_stops += 1
@@ -158,6 +173,8 @@ class HeardSilenceTurnStop(BaseUserTurnStopStrategy):
         self._heard = None
         self._grace_done = True
         await self._cancel_wall_limit()
+        if self._undecided_stretch:
+            await self._tell_recogniser(joined=False)
         await self._maybe_end()
 
     async def _wall_limit_out(self, secs: float) -> None:
@@ -170,6 +187,11 @@ class HeardSilenceTurnStop(BaseUserTurnStopStrategy):
         self._stt_wait = None
         self._stt_done = True
         await self._maybe_end()
+
+    async def _tell_recogniser(self, *, joined: bool) -> None:
+        """Send the last stretch's verdict (or, with none waiting, word that verdicts come)."""
+        self._undecided_stretch = False
+        await self.push_frame(StretchVerdictFrame(joined=joined), FrameDirection.UPSTREAM)
 
     async def _maybe_end(self) -> None:
         if self._speaking or not self._text:

@@ -8,6 +8,7 @@ what is speech.
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 import httpx
@@ -23,6 +24,10 @@ from teamrunner.config import Settings
 from conftest import OPENAI_KEY
 
 CALL_ID = "local-speech-call"
+# Where Whisper tiny.en hears the first part of Piper's "How much is my bill?" as
+# "How much is mine?"; pipecat's VAD ends speech after 1 s with no audio at all.
+STALL_CUT_SECS = 0.66
+STALL_SECS = 1.3
 
 
 def words(text: str) -> list[str]:
@@ -52,12 +57,12 @@ async def run_call(body: dict, caller: Caller, replies: list[Reply]):
             request = {"id": CALL_ID, "llm_type": "openai.sim", "llm_key": OPENAI_KEY, **body}
             response = await http.post(f"{runner.url}/run", json=request)
             assert response.status_code == 200, response.text
-            yield call
+            yield call, llm, manager
 
 
 async def test_whisper_hears_the_words_of_a_piper_voiced_caller() -> None:
     caller = Caller(Caller.silence(0.3), Caller.pcm(speak("I would like to pay my phone bill.")))
-    async for call in run_call({"stt_type": "whisper"}, caller, [Reply.say("Sure.")]):
+    async for call, _, _ in run_call({"stt_type": "whisper"}, caller, [Reply.say("Sure.")]):
         await call.wait(lambda c: c.user_transcripts(), timeout=20, what="Whisper's transcript")
 
         assert words(call.user_transcripts()[0]) == words("I would like to pay my phone bill.")
@@ -71,9 +76,30 @@ async def test_local_voice_puts_speech_at_16khz_on_the_output_socket(tts_type, v
         "tts_voice_id": voice,
     }
     reply = Reply.say("Hello, thank you for calling. How can I help you today?")
-    async for call in run_call(body, Caller(), [reply]):
+    async for call, _, _ in run_call(body, Caller(), [reply]):
         await call.wait_rtvi("bot-llm-stopped", timeout=15)
         await call.wait_bot_audio(min_secs=2.0, timeout=15)
 
         assert {(c.sample_rate, c.num_channels) for c in call.audio_chunks()} == {(16000, 1)}
         assert speech_share(call.received_bot_audio()) > 0.4
+
+
+async def test_a_sentence_whose_audio_stalls_midway_reaches_the_llm_whole() -> None:
+    """The caller's audio stops coming mid-sentence for longer than pipecat's VAD waits.
+
+    The VAD then ends the stretch of speech where the audio stopped, and
+    Whisper on "How much is my" cut there hears "How much is mine?"; once the
+    rest comes, inside the turn's grace, the turn must be recognised whole.
+    """
+    sentence = speak("How much is my bill?")
+    cut = round(STALL_CUT_SECS * 16000) * 2
+    caller = Caller(Caller.silence(0.3), Caller.pcm(sentence[:cut]), then="stop")
+    async for call, llm, manager in run_call(
+        {"stt_type": "whisper"}, caller, [Reply.say("Ten dollars.")]
+    ):
+        await call.wait(lambda c: c.script_done_at, timeout=10, what="the first half")
+        await asyncio.sleep(STALL_SECS)
+        await manager.say(CALL_ID, Caller.pcm(sentence[cut:]), Caller.silence(1.0))
+        (request,) = await llm.wait_for_requests(1, timeout=20)
+
+        assert words(request.user_text or "") == words("How much is my bill?")

@@ -27,7 +27,7 @@ from pipecat.tests.utils import SleepFrame, run_test
 from pipecat.turns.user_start import VADUserTurnStartStrategy
 from pipecat.turns.user_turn_strategies import UserTurnStrategies
 
-from teamrunner.frames import NoWordsFrame
+from teamrunner.frames import NoWordsFrame, StretchVerdictFrame
 from teamrunner.speech.end_of_turn import HeardSilenceTurnStop
 
 RATE = 16000
@@ -54,11 +54,15 @@ def stopped() -> list[Frame]:
     return [VADUserStoppedSpeakingFrame(stop_secs=0.2), SleepFrame(STEP)]
 
 
-async def turns_ended(frames: Sequence[Frame], *, hears_speech: bool = False) -> list[str]:
-    """What the caller had said each time the rule ended a turn.
+async def judged(
+    frames: Sequence[Frame], *, hears_speech: bool = False
+) -> tuple[list[str], list[bool]]:
+    """What the caller had said each time the rule ended a turn, and its verdicts on stretches.
 
     The end of the session writes whatever is left to the context too, so the
     rule's own decisions are read off its event rather than off the context.
+    The verdicts are the ``joined`` of each ``StretchVerdictFrame`` the rule
+    sent upstream, toward the recogniser.
     """
     context = LLMContext()
     stop = HeardSilenceTurnStop(grace_secs=0.6, hears_speech=lambda: hears_speech)
@@ -76,9 +80,15 @@ async def turns_ended(frames: Sequence[Frame], *, hears_speech: bool = False) ->
     )
     # A recogniser that says its final transcripts come within 1 s of the speech's end.
     metadata = [STTMetadataFrame(service_name="stt", ttfs_p99_latency=1.0), SleepFrame(STEP)]
-    await run_test(aggregator, frames_to_send=[*metadata, *frames])
+    _, upstream = await run_test(aggregator, frames_to_send=[*metadata, *frames])
     messages = [str(m["content"]) for m in context.get_messages() if m.get("role") == "user"]
-    return messages[: len(ended)]
+    verdicts = [f.joined for f in upstream if isinstance(f, StretchVerdictFrame)]
+    return messages[: len(ended)], verdicts
+
+
+async def turns_ended(frames: Sequence[Frame], *, hears_speech: bool = False) -> list[str]:
+    turns, _ = await judged(frames, hears_speech=hears_speech)
+    return turns
 
 
 async def test_a_turn_ends_once_the_grace_has_passed_in_audio() -> None:
@@ -169,3 +179,20 @@ async def test_a_stretch_the_recogniser_found_no_words_in_does_not_hold_the_turn
     ]
 
     assert await turns_ended(frames) == ["Hello."]
+
+
+async def test_the_recogniser_is_told_a_stretch_the_caller_went_on_from_joins_the_next() -> None:
+    frames = [*started(), *stopped(), *audio(0.2), *started(), *stopped(), *said("Hi there.")]
+    _, verdicts = await judged([*frames, *audio(0.68)])
+
+    # At each start: no stretch waiting (first), the first stretch joined (second);
+    # then the grace after the second stop passes.
+    assert verdicts == [False, True, False]
+
+
+async def test_the_recogniser_is_told_a_stretch_whose_grace_passed_stands_alone() -> None:
+    frames = [*started(), *stopped(), *said("Hello."), *audio(0.68), *started(), *stopped()]
+    turns, verdicts = await judged([*frames, *said("Bye."), *audio(0.68)])
+
+    assert turns == ["Hello.", "Bye."]
+    assert verdicts == [False, False, False, False]
