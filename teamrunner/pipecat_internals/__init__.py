@@ -44,9 +44,8 @@ module touches one. Pinned pipecat 1.14 has no public seam for any of them:
 ``segments.py``: ``SegmentedSTTService._handle_user_started_speaking``,
   ``._handle_user_stopped_speaking`` and ``._segment_task_handler`` (hold each
   stretch's transcript for the end-of-turn rule's verdict), and the
-  ``._segment_queue``, ``._audio_buffer``, ``._audio_buffer_size_1s``,
-  ``._user_speaking``, ``._trailing_silence`` and ``._record_stt_audio_usage``
-  they use: ``tests/pipecat_internals/test_segments.py`` and
+  ``._segment_queue``, ``._audio_buffer``, ``._audio_buffer_size_1s`` and
+  ``._user_speaking`` they use: ``tests/pipecat_internals/test_segments.py`` and
   ``tests/providers/test_local_speech.py``
   ``test_a_sentence_whose_audio_stalls_midway_reaches_the_llm_whole``.
 ``piper.py``: ``PiperTTSService._voice`` (speak with a voice loaded once per

@@ -25,10 +25,10 @@ every VAD start, before the stop it will judge), and never longer than
 ``HOLD_LIMIT_SECS``: a stretch nobody judges is let go as pipecat would. A
 graceful stop lets every held stretch go first.
 
-The privates it uses (``_handle_user_stopped_speaking``, ``_segment_task_handler``,
+The privates it uses (``_handle_user_started_speaking``,
+``_handle_user_stopped_speaking``, ``_segment_task_handler``,
 ``_segment_queue``, ``_audio_buffer``, ``_audio_buffer_size_1s``,
-``_user_speaking``, ``_trailing_silence``, ``_record_stt_audio_usage``) are
-checked by ``tests/providers/test_local_speech.py`` and
+``_user_speaking``) are checked by ``tests/providers/test_local_speech.py`` and
 ``tests/pipecat_internals/test_segments.py``.
 """
 
@@ -39,7 +39,6 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipecat.audio.utils import pcm_to_wav
 from pipecat.frames.frames import (
     EndFrame,
     ErrorFrame,
@@ -75,7 +74,10 @@ class WholeTurnSegments(SegmentedSTTService):
         super().__init__(**kwargs)
         self._judged = False
         self._caller_speaking = False
+        # Stretches waiting for their verdict, oldest first.
         self._held: deque[HeldStretch] = deque()
+        # One entry per segment queued for transcription: its stretch if held, else None.
+        self._segment_holds: deque[HeldStretch | None] = deque()
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         if isinstance(frame, StretchVerdictFrame):
@@ -96,26 +98,24 @@ class WholeTurnSegments(SegmentedSTTService):
 
     async def _handle_user_stopped_speaking(self, frame: VADUserStoppedSpeakingFrame) -> None:
         self._caller_speaking = False
-        if not self._judged or not self.is_usable:
+        if not self.is_usable:
             await super()._handle_user_stopped_speaking(frame)
             return
-        held = HeldStretch(end=len(self._audio_buffer))
-        self._held.append(held)
-        # The buffer keeps growing until the verdict: a joined stretch needs all of it.
-        self._user_speaking = True
-        pcm = bytes(self._audio_buffer) + self._trailing_silence()
-        self._record_stt_audio_usage(pcm)
-        await self.emit_stt_usage_metrics()
-        audio = pcm_to_wav(pcm, self.sample_rate) if self.wants_wav_segments else pcm
-        await self._segment_queue.put((audio, held))  # type: ignore[arg-type]
+        held = HeldStretch(end=len(self._audio_buffer)) if self._judged else None
+        stretch = bytes(self._audio_buffer)
+        # pipecat's step queues the segment and clears the buffer.
+        self._segment_holds.append(held)
+        await super()._handle_user_stopped_speaking(frame)
+        if held is not None:
+            # The buffer keeps growing until the verdict: a joined stretch needs all of it.
+            self._held.append(held)
+            self._audio_buffer[:0] = stretch
+            self._user_speaking = True
 
     async def _segment_task_handler(self) -> None:
         """pipecat's loop, with each held stretch's transcript sent or dropped by its verdict."""
-        while True:
-            item: Any = await self._segment_queue.get()
-            if item is None:
-                return
-            audio, held = item if isinstance(item, tuple) else (item, None)
+        while (audio := await self._segment_queue.get()) is not None:
+            held = self._segment_holds.popleft()
             frames = await self._transcribe(audio)
             if held is not None and await self._joined(held):
                 await self.push_frame(NoWordsFrame())

@@ -67,7 +67,13 @@ SHARED_VAD_OWN = {
 }
 # Its own attribute: where the adapter keeps the model until pipecat's constructor calls _load.
 # The preloaded model, and what holds a stretch for the turn rule (`pipecat_internals.segments`).
-WHISPER_ADAPTER_OWN = {"_preloaded_model", "_judged", "_held", "_caller_speaking"}
+WHISPER_ADAPTER_OWN = {
+    "_preloaded_model",
+    "_judged",
+    "_held",
+    "_segment_holds",
+    "_caller_speaking",
+}
 
 # pipecat's own analyzers find their bundled model with a deprecated importlib call.
 pytestmark = pytest.mark.filterwarnings("ignore:path is deprecated:DeprecationWarning")
