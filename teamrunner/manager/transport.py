@@ -21,7 +21,8 @@ privates they take):
   provider, and at 50 frames a second per call that is most of what a voice
   call costs the runner (BENCHMARKS.md section 5). A joined frame waits for
   its last part, so a word reaches the VAD and the STT up to that much less
-  20 ms later.
+  20 ms later. The socket's own task then hands each joined frame on
+  (``DirectClientInput``), with no queue and task of the transport's between.
 """
 
 from __future__ import annotations
@@ -55,7 +56,11 @@ from pipecat.transports.websocket.client import (
 from teamrunner.manager.events import ManagerRTVI
 from teamrunner.manager.urls import socket_url
 from teamrunner.observe.redaction import Redactor
-from teamrunner.pipecat_internals.websocket_client import UnpacedClientOutput, WebsocketClient
+from teamrunner.pipecat_internals.websocket_client import (
+    DirectClientInput,
+    UnpacedClientOutput,
+    WebsocketClient,
+)
 from teamrunner.transport import Link
 
 FLUSH_MEDIA = "FLUSH_MEDIA"
@@ -155,7 +160,7 @@ def _format(frame: InputAudioRawFrame) -> tuple[int, int]:
     return frame.sample_rate, frame.num_channels
 
 
-class EarlyAudioInputTransport(WebsocketClientInputTransport):
+class EarlyAudioInputTransport(DirectClientInput):
     """Keeps caller audio that arrives before start, replays it once started, and joins it.
 
     Args:

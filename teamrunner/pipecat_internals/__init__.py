@@ -19,6 +19,9 @@ module touches one. Pinned pipecat 1.14 has no public seam for any of them:
   ``BaseOutputTransport._media_senders`` and ``._params`` (the output's sender is
   a ``DirectMediaSender``, built in pipecat's ``set_transport_ready`` hook):
   ``tests/pipecat_internals/test_media_sender.py``.
+  ``BaseInputTransport._params`` and ``._paused`` (the input hands caller audio
+  on from the socket's task, in place of the audio queue and task pipecat makes
+  in ``set_transport_ready``): ``tests/pipecat_internals/test_websocket_client.py``.
 ``media_sender.py``: ``MediaSender._next_frame`` and ``._internal_write_audio_frame``
   (take queued frames and write audio without a task per frame), and the
   ``._audio_queue``, ``._mixer``, ``._filter_audio``, ``._apply_volume``,

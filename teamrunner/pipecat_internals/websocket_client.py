@@ -6,7 +6,11 @@
 in ``set_transport_ready``, pipecat's hook that builds the senders, into
 ``_media_senders``, where the transport looks them up), and offers
 ``write_now``, pipecat's ``_write_frame``: serialize a frame and send it at
-once, outside the audio queue. ``WebsocketClient`` is pipecat's client
+once, outside the audio queue. ``DirectClientInput`` hands caller audio on
+from the socket's own task, without pipecat's audio queue and task (it
+overrides ``BaseInputTransport.set_transport_ready``, pipecat's hook that
+makes them, and reads ``_params`` and ``_paused`` as pipecat's task does).
+``WebsocketClient`` is pipecat's client
 transport whose ``input()`` and ``output()`` build the processors it is
 handed, on the session and params it keeps in ``_session`` and ``_params``,
 and store them where its own callbacks find them (``_input``, ``_output``).
@@ -17,7 +21,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from pipecat.frames.frames import Frame, OutputTransportReadyFrame, StartFrame
+from pipecat.frames.frames import (
+    CancelFrame,
+    EndFrame,
+    Frame,
+    InputAudioRawFrame,
+    OutputTransportReadyFrame,
+    StartFrame,
+)
 from pipecat.processors.frame_processor import FrameDirection
 from pipecat.transports.websocket.client import (
     WebsocketClientInputTransport,
@@ -66,6 +77,49 @@ class UnpacedClientOutput(WebsocketClientOutputTransport):
             Whether the socket took it (False when it is closed or closing).
         """
         return await self._write_frame(frame)
+
+
+class DirectClientInput(WebsocketClientInputTransport):
+    """pipecat's websocket client input, handing caller audio on as the socket reads it.
+
+    pipecat's input transport puts every audio frame on a queue of its own,
+    and a task of its own takes it off (with ``asyncio.wait_for``, which in
+    Python 3.11 wraps each ``get`` in a task and a timer) to push it
+    downstream: three wake-ups of the event loop for each caller frame, 25 a
+    second a call, to do nothing but pass the frame on, since the runner sets
+    no audio filter. Here the socket's own task pushes the frame, as
+    pipecat's task would have: only once the transport is ready (pipecat
+    makes its task there) and until the end or a cancel reaches it (after
+    which pipecat cancels the task, and what was queued is never pushed),
+    not while paused, and not without audio. An input with an audio filter keeps pipecat's way.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._handing_on = False
+
+    async def set_transport_ready(self, frame: StartFrame) -> None:
+        if self._params.audio_in_filter is not None:
+            await super().set_transport_ready(frame)
+            return
+        self._handing_on = True
+
+    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
+        if isinstance(frame, (EndFrame, CancelFrame)):
+            # pipecat pushes an EndFrame on before it stops its audio task: no caller
+            # audio may follow the end down the pipeline.
+            self._handing_on = False
+        await super().process_frame(frame, direction)
+
+    async def push_audio_frame(self, frame: InputAudioRawFrame) -> None:
+        if self._params.audio_in_filter is not None:
+            await super().push_audio_frame(frame)
+            return
+        params = self._params
+        if not (self._handing_on and params.audio_in_enabled and not self._paused):
+            return
+        if frame.audio and params.audio_in_passthrough:
+            await self.push_frame(frame)
 
 
 class WebsocketClient(WebsocketClientTransport, Generic[InputT, OutputT]):

@@ -1,0 +1,138 @@
+"""The input socket from pipecat-manager: caller audio handed on by the socket's own task.
+
+``DirectClientInput`` overrides ``BaseInputTransport.set_transport_ready`` (where
+pipecat makes its audio queue and task) and ``push_audio_frame``, reading
+``_params`` and ``_paused`` as pipecat's task does. These tests run the call's
+real input socket against the manager simulator and fail if pipecat makes its
+task per frame again (a task wrapping each ``Queue.get``), if a caller frame is
+lost, reordered or joined differently, or if caller audio follows the end of
+the call down the pipeline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator
+
+from pipecat.frames.frames import EndFrame, Frame, InputAudioRawFrame
+from pipecat.pipeline.pipeline import Pipeline
+from pipecat.pipeline.worker import PipelineWorker
+from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
+from pipecat.workers.runner import WorkerRunner
+
+from simulators.manager import Caller
+from teamrunner.manager.transport import SAMPLE_RATE, EarlyAudioInputTransport, open_sockets
+from teamrunner.observe.redaction import Redactor
+
+from conftest import Cloud
+from scenarios import CALL_ID
+
+# What pipecat's input transport wraps in a task of its own for every caller frame.
+TASK_PER_FRAME = "Queue.get"
+# Late caller audio, as the socket would read it after the call has ended: 40 ms,
+# so that the input's joiner delivers it at once.
+LATE = InputAudioRawFrame(b"\x07\x07" * (SAMPLE_RATE // 25), SAMPLE_RATE, 1)
+
+
+class Heard(FrameProcessor):
+    """What reaches the processor after the input socket, in order, the end included.
+
+    At the end it plays the socket reading one more caller frame.
+    """
+
+    def __init__(self, transport: EarlyAudioInputTransport, expected_bytes: int) -> None:
+        super().__init__()
+        self._transport = transport
+        self._expected_bytes = expected_bytes
+        self.frames: list[Frame] = []
+        self.got_all = asyncio.Event()
+
+    def audio(self) -> bytes:
+        return b"".join(f.audio for f in self.frames if isinstance(f, InputAudioRawFrame))
+
+    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
+        await super().process_frame(frame, direction)
+        if isinstance(frame, (InputAudioRawFrame, EndFrame)):
+            self.frames.append(frame)
+        if len(self.audio()) >= self._expected_bytes:
+            self.got_all.set()
+        if isinstance(frame, EndFrame):
+            await self._transport.push_audio_frame(LATE)
+        await self.push_frame(frame, direction)
+
+
+@contextlib.contextmanager
+def tasks_created() -> Iterator[list[asyncio.Task[object]]]:
+    """Every task the running loop creates inside the block."""
+    loop = asyncio.get_running_loop()
+    created: list[asyncio.Task[object]] = []
+    before = loop.get_task_factory()
+
+    def factory(loop: asyncio.AbstractEventLoop, coro, **kwargs):  # type: ignore[no-untyped-def]
+        task = asyncio.Task(coro, loop=loop, **kwargs)
+        created.append(task)
+        return task
+
+    loop.set_task_factory(factory)
+    try:
+        yield created
+    finally:
+        loop.set_task_factory(before)
+
+
+async def test_caller_audio_is_handed_on_whole_in_order_without_a_task_per_frame(
+    cloud: Cloud,
+) -> None:
+    # Two seconds of distinct samples, sent as fast as the socket takes them
+    # from the moment it opens: some of it before the pipeline has started.
+    said = b"".join(i.to_bytes(2, "little") for i in range(SAMPLE_RATE * 2))
+    caller = Caller(Caller.pcm(said, SAMPLE_RATE), realtime=False, speed=0, start="on_connect")
+    cloud.manager.expect_call(CALL_ID, caller=caller)
+    sockets = open_sockets(
+        cloud.manager.ws_url, CALL_ID, hears=True, redactor=Redactor(), caller_audio_ms=40
+    )
+    transport = sockets.input()
+    assert transport is not None
+    heard = Heard(transport, expected_bytes=len(said))
+    worker = PipelineWorker(Pipeline([transport, heard]))
+    runner = WorkerRunner(handle_sigint=False)
+    await runner.add_workers(worker)
+    with tasks_created() as created:
+        running = asyncio.create_task(runner.run())
+        try:
+            await asyncio.wait_for(heard.got_all.wait(), 10)
+        finally:
+            await worker.queue_frame(EndFrame())
+            await asyncio.wait_for(running, 10)
+
+    assert heard.audio()[: len(said)] == said
+    per_frame = [t for t in created if t.get_coro().__qualname__.endswith(TASK_PER_FRAME)]
+    assert per_frame == []
+
+
+async def test_no_caller_audio_follows_the_end_down_the_pipeline(cloud: Cloud) -> None:
+    # The caller talks on, in real time, while the call ends.
+    said = b"\x01\x02" * SAMPLE_RATE * 5
+    caller = Caller(Caller.pcm(said, SAMPLE_RATE), start="on_connect")
+    cloud.manager.expect_call(CALL_ID, caller=caller)
+    sockets = open_sockets(
+        cloud.manager.ws_url, CALL_ID, hears=True, redactor=Redactor(), caller_audio_ms=40
+    )
+    transport = sockets.input()
+    assert transport is not None
+    heard = Heard(transport, expected_bytes=SAMPLE_RATE * 2 // 5)  # 0.2 s
+    worker = PipelineWorker(Pipeline([transport, heard]))
+    runner = WorkerRunner(handle_sigint=False)
+    await runner.add_workers(worker)
+    running = asyncio.create_task(runner.run())
+    try:
+        await asyncio.wait_for(heard.got_all.wait(), 10)
+    finally:
+        await worker.queue_frame(EndFrame())
+        await asyncio.wait_for(running, 10)
+
+    # The audio read before the end reached the pipeline, and nothing after it.
+    kinds = [type(f) for f in heard.frames]
+    assert kinds.count(InputAudioRawFrame) >= 5
+    assert kinds.index(EndFrame) == len(kinds) - 1
