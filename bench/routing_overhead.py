@@ -29,6 +29,8 @@ from simulators.openai import Reply
 from simulators.speech import speak
 
 SPEECH_SECS = 120.0
+# One caller frame as the runner's input joins them (RUNNER_CALLER_AUDIO_MS, 40 ms).
+JOINED_FRAME_BYTES = 1280
 REPLY = "Thank you for calling, here is everything about your account. " * 60
 
 
@@ -88,7 +90,9 @@ async def caller_frame_cost(
     await call.wait_bot_audio(min_secs=0.1, timeout=20)
     received = cloud.deepgram.audio_bytes_received
     before = runner.cpu_seconds()
-    await cloud.manager.say(call_id, Caller.pcm(pcm))
+    # The input joins the caller's 20 ms frames (RUNNER_CALLER_AUDIO_MS): a frame
+    # of silence after the speech delivers its last frame, which waits for a next.
+    await cloud.manager.say(call_id, Caller.pcm(pcm + bytes(JOINED_FRAME_BYTES)))
     await cloud.deepgram.wait_until(
         lambda: cloud.deepgram.audio_bytes_received >= received + len(pcm), 120
     )
