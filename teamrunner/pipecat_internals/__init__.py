@@ -56,6 +56,10 @@ module touches one. Pinned pipecat 1.14 has no public seam for any of them:
 ``tts.py``: ``TTSService._stream_audio_frames_from_iterator`` (PCM to audio
   frames at the pipeline's rate, for espeak-ng): ``tests/providers/test_espeak.py``
   ``test_service_speaks_at_the_pipeline_rate_in_a_real_pipeline``.
+``audio_contexts.py``: ``TTSService._audio_context_manager`` and
+  ``AudioContextManager._contexts`` and ``._KEEPALIVE`` (a voice reads each
+  item of a reply without a task of its own per item, which pipecat's
+  ``asyncio.wait_for`` makes): ``tests/pipecat_internals/test_audio_contexts.py``.
 ``analyzers.py``: ``SileroVADAnalyzer._model``, ``._windows_since_reset``,
   ``._low_confidence_windows`` and ``LocalSmartTurnAnalyzerV3._session``
   (run on sessions loaded once per process): ``tests/speech/test_speech_models.py``,

@@ -13,9 +13,14 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from pipecat.frames.frames import Frame
 from pipecat.services.tts_service import TTSService
 
+from teamrunner.pipecat_internals.audio_contexts import WithReadyAudioContexts
 
-class PcmTTSService(TTSService):
-    """A pipecat TTS service whose voice makes 16-bit mono PCM at a rate of its own."""
+
+class PcmTTSService(WithReadyAudioContexts, TTSService):
+    """A pipecat TTS service whose voice makes 16-bit mono PCM at a rate of its own.
+
+    Its replies' items are read as they are (``WithReadyAudioContexts``).
+    """
 
     async def audio_frames(
         self, pcm: AsyncIterator[bytes], *, in_sample_rate: int, context_id: str
