@@ -12,8 +12,6 @@ timing out, passing over keepalives, or returning items in order.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Iterator
 
 import pytest
 from pipecat.frames.frames import (
@@ -36,6 +34,7 @@ from teamrunner.pipecat_internals.audio_contexts import ReadyAudioContexts
 from teamrunner.pipecat_internals.websocket_service import runner_websocket_service
 
 from conftest import CARTESIA_KEY, Cloud
+from loop_tasks import tasks_created, tasks_running
 
 SENTENCE = "Your order ships on Monday, and you will get an email when it leaves."
 # What pipecat's audio contexts wrap in a task of their own for every item of a reply.
@@ -60,25 +59,6 @@ class Spoken(FrameProcessor):
         await self.push_frame(frame, direction)
 
 
-@contextlib.contextmanager
-def tasks_created() -> Iterator[list[asyncio.Task[object]]]:
-    """Every task the running loop creates inside the block."""
-    loop = asyncio.get_running_loop()
-    created: list[asyncio.Task[object]] = []
-    before = loop.get_task_factory()
-
-    def factory(loop: asyncio.AbstractEventLoop, coro, **kwargs):  # type: ignore[no-untyped-def]
-        task = asyncio.Task(coro, loop=loop, **kwargs)
-        created.append(task)
-        return task
-
-    loop.set_task_factory(factory)
-    try:
-        yield created
-    finally:
-        loop.set_task_factory(before)
-
-
 async def speak(cloud: Cloud, voice_class: type[TTSService]) -> tuple[list[Frame], int]:
     """What a Cartesia voice of ``voice_class`` pushes for ``SENTENCE``, and its tasks per item."""
     voice = voice_class(  # type: ignore[call-arg]
@@ -99,7 +79,7 @@ async def speak(cloud: Cloud, voice_class: type[TTSService]) -> tuple[list[Frame
     finally:
         await worker.queue_frame(EndFrame())
         await asyncio.wait_for(running, 10)
-    per_item = [t for t in created if t.get_coro().__qualname__.endswith(TASK_PER_ITEM)]
+    per_item = tasks_running(created, TASK_PER_ITEM)
     return spoken.frames, len(per_item)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 from pipecat.frames.frames import (
     BotStoppedSpeakingFrame,
@@ -47,6 +47,7 @@ from teamrunner.observe.redaction import Redactor
 from teamrunner.pipecat_internals.websocket_client import WebsocketClient
 
 from conftest import Cloud
+from loop_tasks import tasks_created, tasks_running
 from scenarios import CALL_ID
 
 CHUNKS = 40
@@ -127,25 +128,6 @@ async def output_socket(
         await asyncio.wait_for(running, 10)
 
 
-@contextlib.contextmanager
-def tasks_created() -> Iterator[list[asyncio.Task[object]]]:
-    """Every task the running loop creates inside the block."""
-    loop = asyncio.get_running_loop()
-    created: list[asyncio.Task[object]] = []
-    before = loop.get_task_factory()
-
-    def factory(loop: asyncio.AbstractEventLoop, coro, **kwargs):  # type: ignore[no-untyped-def]
-        task = asyncio.Task(coro, loop=loop, **kwargs)
-        created.append(task)
-        return task
-
-    loop.set_task_factory(factory)
-    try:
-        yield created
-    finally:
-        loop.set_task_factory(before)
-
-
 def spoken(frame: Frame) -> int | None:
     """Which chunk an audio frame carries (None for any other frame)."""
     return frame.audio[0] if isinstance(frame, OutputAudioRawFrame) else None
@@ -178,7 +160,7 @@ async def test_queued_frames_leave_without_a_task_each_in_order(cloud: Cloud) ->
     sent = [c.pcm[0] for c in call.audio_chunks() if any(c.pcm)]
     assert sent == list(range(CHUNKS))
     # pipecat's own sender makes a task to take each frame and one to write each chunk.
-    per_frame = [t for t in created if t.get_coro().__qualname__.endswith(TASK_PER_FRAME)]
+    per_frame = tasks_running(created, TASK_PER_FRAME)
     assert per_frame == []
 
 

@@ -12,8 +12,6 @@ the call down the pipeline.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Iterator
 
 from pipecat.frames.frames import EndFrame, Frame, InputAudioRawFrame
 from pipecat.pipeline.pipeline import Pipeline
@@ -26,6 +24,7 @@ from teamrunner.manager.transport import SAMPLE_RATE, EarlyAudioInputTransport, 
 from teamrunner.observe.redaction import Redactor
 
 from conftest import Cloud
+from loop_tasks import tasks_created, tasks_running
 from scenarios import CALL_ID
 
 # What pipecat's input transport wraps in a task of its own for every caller frame.
@@ -62,66 +61,15 @@ class Heard(FrameProcessor):
         await self.push_frame(frame, direction)
 
 
-@contextlib.contextmanager
-def tasks_created() -> Iterator[list[asyncio.Task[object]]]:
-    """Every task the running loop creates inside the block."""
-    loop = asyncio.get_running_loop()
-    created: list[asyncio.Task[object]] = []
-    before = loop.get_task_factory()
-
-    def factory(loop: asyncio.AbstractEventLoop, coro, **kwargs):  # type: ignore[no-untyped-def]
-        task = asyncio.Task(coro, loop=loop, **kwargs)
-        created.append(task)
-        return task
-
-    loop.set_task_factory(factory)
-    try:
-        yield created
-    finally:
-        loop.set_task_factory(before)
-
-
-async def test_caller_audio_is_handed_on_whole_in_order_without_a_task_per_frame(
-    cloud: Cloud,
-) -> None:
-    # Two seconds of distinct samples, sent as fast as the socket takes them
-    # from the moment it opens: some of it before the pipeline has started.
-    said = b"".join(i.to_bytes(2, "little") for i in range(SAMPLE_RATE * 2))
-    caller = Caller(Caller.pcm(said, SAMPLE_RATE), realtime=False, speed=0, start="on_connect")
+async def hear(cloud: Cloud, caller: Caller, expected_bytes: int) -> Heard:
+    """Run the call's input socket until ``expected_bytes`` of audio have passed, then end."""
     cloud.manager.expect_call(CALL_ID, caller=caller)
     sockets = open_sockets(
         cloud.manager.ws_url, CALL_ID, hears=True, redactor=Redactor(), caller_audio_ms=40
     )
     transport = sockets.input()
     assert transport is not None
-    heard = Heard(transport, expected_bytes=len(said))
-    worker = PipelineWorker(Pipeline([transport, heard]))
-    runner = WorkerRunner(handle_sigint=False)
-    await runner.add_workers(worker)
-    with tasks_created() as created:
-        running = asyncio.create_task(runner.run())
-        try:
-            await asyncio.wait_for(heard.got_all.wait(), 10)
-        finally:
-            await worker.queue_frame(EndFrame())
-            await asyncio.wait_for(running, 10)
-
-    assert heard.audio()[: len(said)] == said
-    per_frame = [t for t in created if t.get_coro().__qualname__.endswith(TASK_PER_FRAME)]
-    assert per_frame == []
-
-
-async def test_no_caller_audio_follows_the_end_down_the_pipeline(cloud: Cloud) -> None:
-    # The caller talks on, in real time, while the call ends.
-    said = b"\x01\x02" * SAMPLE_RATE * 5
-    caller = Caller(Caller.pcm(said, SAMPLE_RATE), start="on_connect")
-    cloud.manager.expect_call(CALL_ID, caller=caller)
-    sockets = open_sockets(
-        cloud.manager.ws_url, CALL_ID, hears=True, redactor=Redactor(), caller_audio_ms=40
-    )
-    transport = sockets.input()
-    assert transport is not None
-    heard = Heard(transport, expected_bytes=SAMPLE_RATE * 2 // 5)  # 0.2 s
+    heard = Heard(transport, expected_bytes)
     worker = PipelineWorker(Pipeline([transport, heard]))
     runner = WorkerRunner(handle_sigint=False)
     await runner.add_workers(worker)
@@ -131,6 +79,28 @@ async def test_no_caller_audio_follows_the_end_down_the_pipeline(cloud: Cloud) -
     finally:
         await worker.queue_frame(EndFrame())
         await asyncio.wait_for(running, 10)
+    return heard
+
+
+async def test_caller_audio_is_handed_on_whole_in_order_without_a_task_per_frame(
+    cloud: Cloud,
+) -> None:
+    # Two seconds of distinct samples, sent as fast as the socket takes them
+    # from the moment it opens: some of it before the pipeline has started.
+    said = b"".join(i.to_bytes(2, "little") for i in range(SAMPLE_RATE * 2))
+    caller = Caller(Caller.pcm(said, SAMPLE_RATE), realtime=False, speed=0, start="on_connect")
+    with tasks_created() as created:
+        heard = await hear(cloud, caller, expected_bytes=len(said))
+
+    assert heard.audio()[: len(said)] == said
+    assert tasks_running(created, TASK_PER_FRAME) == []
+
+
+async def test_no_caller_audio_follows_the_end_down_the_pipeline(cloud: Cloud) -> None:
+    # The caller talks on, in real time, while the call ends.
+    said = b"\x01\x02" * SAMPLE_RATE * 5
+    caller = Caller(Caller.pcm(said, SAMPLE_RATE), start="on_connect")
+    heard = await hear(cloud, caller, expected_bytes=SAMPLE_RATE * 2 // 5)  # 0.2 s
 
     # The audio read before the end reached the pipeline, and nothing after it.
     kinds = [type(f) for f in heard.frames]
