@@ -15,13 +15,15 @@ module touches one. Pinned pipecat 1.14 has no public seam for any of them:
   ``FLUSH_MEDIA``): ``test_no_audio_from_before_a_barge_in_leaves_after_the_flush``.
   ``WebsocketClientTransport._session``, ``._params`` (what its processors
   are built on) and ``._input``, ``._output`` (where its callbacks find them):
-  ``test_caller_audio_reaches_the_pipeline_in_order_and_joined`` and the two above.
+  ``test_caller_audio_reaches_the_pipeline_in_order_and_joined_without_a_task_per_frame``
+  and the two above.
   ``BaseOutputTransport._media_senders`` and ``._params`` (the output's sender is
   a ``DirectMediaSender``, built in pipecat's ``set_transport_ready`` hook):
   ``tests/pipecat_internals/test_media_sender.py``.
   ``BaseInputTransport._params`` and ``._paused`` (the input hands caller audio
   on from the socket's task, in place of the audio queue and task pipecat makes
-  in ``set_transport_ready``): ``tests/pipecat_internals/test_websocket_client.py``.
+  in ``set_transport_ready``): that test, and
+  ``tests/pipecat_internals/test_websocket_client.py`` (no caller audio after the end).
 ``media_sender.py``: ``MediaSender._next_frame`` and ``._internal_write_audio_frame``
   (take queued frames and write audio without a task per frame), and the
   ``._audio_queue``, ``._mixer``, ``._filter_audio``, ``._apply_volume``,

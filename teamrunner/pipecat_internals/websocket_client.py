@@ -91,7 +91,8 @@ class DirectClientInput(WebsocketClientInputTransport):
     pipecat's task would have: only once the transport is ready (pipecat
     makes its task there) and until the end or a cancel reaches it (after
     which pipecat cancels the task, and what was queued is never pushed),
-    not while paused, and not without audio. An input with an audio filter keeps pipecat's way.
+    not while paused, and not without audio. An input with an audio filter
+    keeps pipecat's way.
     """
 
     def __init__(self, *args, **kwargs) -> None:
@@ -112,10 +113,10 @@ class DirectClientInput(WebsocketClientInputTransport):
         await super().process_frame(frame, direction)
 
     async def push_audio_frame(self, frame: InputAudioRawFrame) -> None:
-        if self._params.audio_in_filter is not None:
+        params = self._params
+        if params.audio_in_filter is not None:
             await super().push_audio_frame(frame)
             return
-        params = self._params
         if not (self._handing_on and params.audio_in_enabled and not self._paused):
             return
         if frame.audio and params.audio_in_passthrough:

@@ -36,6 +36,7 @@ from teamrunner.manager.transport import SAMPLE_RATE, open_sockets
 from teamrunner.observe.redaction import Redactor
 
 from conftest import Cloud
+from loop_tasks import tasks_created, tasks_running
 from scenarios import CALL_ID
 
 TENTH_OF_A_SECOND = b"\x01\x10" * (SAMPLE_RATE // 10)
@@ -113,7 +114,9 @@ class Heard(FrameProcessor):
         await self.push_frame(frame, direction)
 
 
-async def test_caller_audio_reaches_the_pipeline_in_order_and_joined(cloud: Cloud) -> None:
+async def test_caller_audio_reaches_the_pipeline_in_order_and_joined_without_a_task_per_frame(
+    cloud: Cloud,
+) -> None:
     # Two seconds of distinct samples, sent as fast as the socket takes them
     # from the moment it opens: some of it before the pipeline has started.
     said = b"".join(i.to_bytes(2, "little") for i in range(SAMPLE_RATE * 2))
@@ -128,13 +131,17 @@ async def test_caller_audio_reaches_the_pipeline_in_order_and_joined(cloud: Clou
     worker = PipelineWorker(Pipeline([sockets.input_socket.input(), heard]))
     runner = WorkerRunner(handle_sigint=False)
     await runner.add_workers(worker)
-    running = asyncio.create_task(runner.run())
-    try:
-        await asyncio.wait_for(heard.got_all.wait(), 10)
-    finally:
-        await worker.queue_frame(EndFrame())
-        await asyncio.wait_for(running, 10)
+    with tasks_created() as created:
+        running = asyncio.create_task(runner.run())
+        try:
+            await asyncio.wait_for(heard.got_all.wait(), 10)
+        finally:
+            await worker.queue_frame(EndFrame())
+            await asyncio.wait_for(running, 10)
 
     assert b"".join(f.audio for f in heard.frames)[: len(said)] == said
     # Go's 20 ms frames, joined in twos.
     assert {len(f.audio) for f in heard.frames[:-1]} == {SAMPLE_RATE * 2 * 40 // 1000}
+    # Handed on by the socket's task (DirectClientInput): pipecat's input wraps the
+    # queue's get of every frame in a task of its own.
+    assert tasks_running(created, "Queue.get") == []

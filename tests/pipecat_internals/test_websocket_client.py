@@ -2,11 +2,12 @@
 
 ``DirectClientInput`` overrides ``BaseInputTransport.set_transport_ready`` (where
 pipecat makes its audio queue and task) and ``push_audio_frame``, reading
-``_params`` and ``_paused`` as pipecat's task does. These tests run the call's
-real input socket against the manager simulator and fail if pipecat makes its
-task per frame again (a task wrapping each ``Queue.get``), if a caller frame is
-lost, reordered or joined differently, or if caller audio follows the end of
-the call down the pipeline.
+``_params`` and ``_paused`` as pipecat's task does. This test runs the call's
+real input socket against the manager simulator and fails if caller audio
+follows the end of the call down the pipeline. That the audio arrives whole,
+in order, joined, and with no task per frame is
+``tests/manager/test_transport.py``
+``test_caller_audio_reaches_the_pipeline_in_order_and_joined_without_a_task_per_frame``.
 """
 
 from __future__ import annotations
@@ -24,11 +25,8 @@ from teamrunner.manager.transport import SAMPLE_RATE, EarlyAudioInputTransport, 
 from teamrunner.observe.redaction import Redactor
 
 from conftest import Cloud
-from loop_tasks import tasks_created, tasks_running
 from scenarios import CALL_ID
 
-# What pipecat's input transport wraps in a task of its own for every caller frame.
-TASK_PER_FRAME = "Queue.get"
 # Late caller audio, as the socket would read it after the call has ended: 40 ms,
 # so that the input's joiner delivers it at once.
 LATE = InputAudioRawFrame(b"\x07\x07" * (SAMPLE_RATE // 25), SAMPLE_RATE, 1)
@@ -47,15 +45,14 @@ class Heard(FrameProcessor):
         self.frames: list[Frame] = []
         self.got_all = asyncio.Event()
 
-    def audio(self) -> bytes:
-        return b"".join(f.audio for f in self.frames if isinstance(f, InputAudioRawFrame))
-
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         await super().process_frame(frame, direction)
         if isinstance(frame, (InputAudioRawFrame, EndFrame)):
             self.frames.append(frame)
-        if len(self.audio()) >= self._expected_bytes:
-            self.got_all.set()
+        if isinstance(frame, InputAudioRawFrame):
+            self._expected_bytes -= len(frame.audio)
+            if self._expected_bytes <= 0:
+                self.got_all.set()
         if isinstance(frame, EndFrame):
             await self._transport.push_audio_frame(LATE)
         await self.push_frame(frame, direction)
@@ -80,20 +77,6 @@ async def hear(cloud: Cloud, caller: Caller, expected_bytes: int) -> Heard:
         await worker.queue_frame(EndFrame())
         await asyncio.wait_for(running, 10)
     return heard
-
-
-async def test_caller_audio_is_handed_on_whole_in_order_without_a_task_per_frame(
-    cloud: Cloud,
-) -> None:
-    # Two seconds of distinct samples, sent as fast as the socket takes them
-    # from the moment it opens: some of it before the pipeline has started.
-    said = b"".join(i.to_bytes(2, "little") for i in range(SAMPLE_RATE * 2))
-    caller = Caller(Caller.pcm(said, SAMPLE_RATE), realtime=False, speed=0, start="on_connect")
-    with tasks_created() as created:
-        heard = await hear(cloud, caller, expected_bytes=len(said))
-
-    assert heard.audio()[: len(said)] == said
-    assert tasks_running(created, TASK_PER_FRAME) == []
 
 
 async def test_no_caller_audio_follows_the_end_down_the_pipeline(cloud: Cloud) -> None:
