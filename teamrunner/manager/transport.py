@@ -36,14 +36,11 @@ from pipecat.frames.frames import (
     InputAudioRawFrame,
     InterruptionFrame,
     OutputAudioRawFrame,
-    OutputTransportMessageFrame,
-    OutputTransportMessageUrgentFrame,
     StartFrame,
     TextFrame,
 )
 from pipecat.observers.base_observer import BaseObserver
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
-from pipecat.serializers.protobuf import ProtobufFrameSerializer
 from pipecat.transports.base_transport import BaseTransport
 from pipecat.transports.websocket.client import (
     WebsocketClientInputTransport,
@@ -54,6 +51,7 @@ from pipecat.transports.websocket.client import (
 )
 
 from teamrunner.manager.events import ManagerRTVI
+from teamrunner.manager.serializer import ManagerSerializer
 from teamrunner.manager.urls import socket_url
 from teamrunner.observe.redaction import Redactor
 from teamrunner.pipecat_internals.websocket_client import (
@@ -69,21 +67,6 @@ SAMPLE_RATE = 16000
 # Caller audio held before the pipeline starts: 10 s of 20 ms frames is far
 # more than a start takes, and bounds the memory a misbehaving peer can use.
 EARLY_AUDIO_FRAMES = 500
-
-
-class RedactingSerializer(ProtobufFrameSerializer):
-    """pipecat's protobuf serializer, scrubbing the redactor's secrets from messages to Go."""
-
-    def __init__(self, redactor: Redactor) -> None:
-        super().__init__()
-        self._redactor = redactor
-
-    async def serialize(self, frame: Frame) -> str | bytes | None:
-        if isinstance(frame, (OutputTransportMessageFrame, OutputTransportMessageUrgentFrame)):
-            message = self._redactor.redact_json(frame.message)
-            if message is not frame.message:
-                frame = type(frame)(message=message)
-        return await super().serialize(frame)
 
 
 class UnpacedOutputTransport(UnpacedClientOutput):
@@ -258,7 +241,7 @@ def open_sockets(
 
     def params() -> WebsocketClientParams:
         return WebsocketClientParams(
-            serializer=RedactingSerializer(redactor),
+            serializer=ManagerSerializer(redactor),
             audio_in_enabled=True,
             audio_in_sample_rate=SAMPLE_RATE,
             audio_out_enabled=True,
