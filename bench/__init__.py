@@ -29,6 +29,7 @@ recorded in ``BENCHMARKS.md``.
     load_profile.py      where a loaded runner's CPU goes (py-spy)
     vad_cost.py          a call's VAD, CPU per second of caller audio, against pipecat's
     output_cost.py       CPU per bot audio chunk through the output socket, two checkouts
+    serializer_cost.py   CPU per audio frame read or written on pipecat-manager's sockets
     reply_cost.py        CPU per streamed reply and per chunk of its stream, checkouts side by side
     profile.py           where the CPU goes in a handoff (py-spy)
     demo_latency.py      the embedded default's voice-to-voice
