@@ -9,7 +9,8 @@ back to back (the capacity benchmark's calls: real-time caller audio, a voice
 paced like a provider, ``--turns`` turns each, staggered so that calls end
 one at a time) on a runner pinned to one core, for ``--seconds``. The runner
 runs under ``bench/gc_probe.py``, which times every collection. Printed: the
-collections by generation (count, total, longest), and the calls' worst
+collections by generation (count, total, longest), the objects each full
+collection walked, and the calls' worst
 audio lateness, as the capacity benchmark measures it.
 
     python -m bench.gc_pauses [--calls 12] [--team] [--turns 2] [--seconds 60] [--root ..]
@@ -100,8 +101,14 @@ async def main(calls: int, team: bool, turns: int, seconds: float, root: Path) -
                 max(pauses, default=0.0),
             )
         )
+    walked = [s.get("walked", 0) for s in in_run if s["generation"] == 2]
     print(f"{ran} calls in {wall:.0f} s; worst audio lateness {worst * 1000:.1f} ms\n")
     print(table(["generation", "collections", "total ms", "p95 ms", "longest ms"], rows))
+    if walked:
+        print(
+            f"\nObjects a full collection walked: median {percentile(walked, 50):.0f}, "
+            f"most {max(walked)}"
+        )
 
 
 if __name__ == "__main__":

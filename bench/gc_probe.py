@@ -2,7 +2,8 @@
 
 Run in the runner's place (``RunnerProcess(command=...)``, the checkout to
 measure as its working directory), it records each collection's generation,
-duration and the objects it freed through ``gc.callbacks``, and writes them as
+duration, the objects it freed and (for a full one) the objects it walked
+through ``gc.callbacks``, and writes them as
 JSON lines to ``GC_PROBE_OUT`` when the process exits. ``bench/gc_pauses.py``
 reads them.
 """
@@ -20,10 +21,14 @@ from typing import Any
 
 collections_seen: list[dict[str, Any]] = []
 _started = [0.0]
+_walked = [0]
 
 
 def _timed(phase: str, info: dict[str, Any]) -> None:
     if phase == "start":
+        # What a full collection walks: every object the collector tracks and has
+        # not frozen (counted before the clock starts, so not in its time).
+        _walked[0] = len(gc.get_objects()) if info["generation"] == 2 else 0
         _started[0] = time.perf_counter()
         return
     collections_seen.append(
@@ -32,6 +37,7 @@ def _timed(phase: str, info: dict[str, Any]) -> None:
             "generation": info["generation"],
             "ms": (time.perf_counter() - _started[0]) * 1000,
             "collected": info["collected"],
+            "walked": _walked[0],
         }
     )
 
