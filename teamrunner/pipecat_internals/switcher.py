@@ -1,4 +1,4 @@
-"""pipecat's switchers: a manual strategy able to switch at once, and a bounded memory.
+"""pipecat's switchers: a manual strategy able to switch at once, a bounded memory, one gate.
 
 ``ServiceSwitcherStrategyManual`` switches when a ``ManuallySwitchServiceFrame``
 reaches it, through ``_set_active_if_available`` (which refuses a service
@@ -17,15 +17,37 @@ the inactive branches' filters), never thousands of frames apart.
 ``tests/routing/test_router_memory.py`` fails if pipecat uses
 the set any other way, and checks that a router's memory stays bounded and
 that every frame, its start included, still leaves once.
+
+``ServiceSwitcher`` wraps each service in a branch of its own, a
+``Pipeline`` of source, ``FunctionFilter``, service, ``FunctionFilter``,
+sink: the first filter drops frames going down to a service that is not the
+active one, the second those going up to it; both let ``StartFrame``,
+``EndFrame`` and ``CancelFrame`` through. ``GatedBranches`` builds each branch
+as source, service, sink, and puts the same test where a frame enters the
+branch (its ``queue_frame``, which ``ParallelPipeline.process_frame`` calls
+for every branch). The services are handed the same frames in the same order,
+and two processors fewer per service are built, set up, started, stopped and
+walked by the garbage collector for as long as the call lasts: a team call
+holds thousands of objects, and a full collection walks them all while no
+call's audio moves (BENCHMARKS.md section 15). ``tests/routing/test_router_shortcut.py``
+fingerprints the pipecat code this rests on and runs stock switchers beside
+the routers.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from typing import Any
 
+from pipecat.frames.frames import CancelFrame, EndFrame, Frame, StartFrame
 from pipecat.pipeline.parallel_pipeline import ParallelPipeline
-from pipecat.pipeline.service_switcher import ServiceSwitcherStrategyManual
-from pipecat.processors.frame_processor import FrameProcessor
+from pipecat.pipeline.pipeline import Pipeline
+from pipecat.pipeline.service_switcher import (
+    ServiceSwitcher,
+    ServiceSwitcherStrategy,
+    ServiceSwitcherStrategyManual,
+)
+from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
 # How many of the latest frame ids a switcher keeps to push each frame once.
 SEEN_FRAMES = 1024
@@ -75,3 +97,41 @@ class RoutingStrategy(ServiceSwitcherStrategyManual):
             switcher's services or can no longer be used.
         """
         return await self._set_active_if_available(service)
+
+
+# The frames every branch is handed, whichever service is active (as pipecat's filters let them by).
+EVERY_BRANCH = (StartFrame, EndFrame, CancelFrame)
+
+
+class GatedBranches:
+    """A ``ServiceSwitcher`` mixin: branches without filters, gated where frames enter them.
+
+    Call ``gate_branches`` once pipecat's ``__init__`` has built the branches.
+    """
+
+    @staticmethod
+    def _make_pipeline_definitions(
+        services: list[FrameProcessor], strategy: ServiceSwitcherStrategy
+    ) -> list[Any]:
+        return [[service] for service in services]
+
+
+def gate_branches(switcher: ServiceSwitcher) -> None:
+    """Let a frame into a branch of ``switcher`` only if its service is the active one.
+
+    ``StartFrame``, ``EndFrame`` and ``CancelFrame`` enter every branch.
+    """
+    for branch, service in zip(switcher._pipelines, switcher.services, strict=True):
+        _gate(branch, service, switcher)
+
+
+def _gate(branch: Pipeline, service: FrameProcessor, switcher: ServiceSwitcher) -> None:
+    enter = branch.queue_frame
+
+    async def queue_frame(
+        frame: Frame, direction: FrameDirection = FrameDirection.DOWNSTREAM, callback: Any = None
+    ) -> None:
+        if switcher.strategy.active_service is service or isinstance(frame, EVERY_BRANCH):
+            await enter(frame, direction, callback)
+
+    branch.queue_frame = queue_frame  # type: ignore[method-assign]

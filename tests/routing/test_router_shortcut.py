@@ -1,4 +1,4 @@
-"""The routers' shortcut: only ``SHORTCUT_FRAMES`` take it, and it changes nothing but cost.
+"""The routers' shortcut and gated branches: they change nothing but cost.
 
 The shortcut (``routing/router.py``) hands a frame straight to the active
 service instead of to every branch of pipecat's switcher. It is right only
@@ -6,7 +6,11 @@ while pipecat's switcher does nothing else with those frame types, which
 these tests pin down three ways: a fingerprint of the pipecat code the
 argument rests on, a check that none of that code singles out a shortcut
 type, and the same frames through a stock pipecat switcher and through a
-router coming out the same, in the same order.
+router coming out the same, in the same order. The same comparison covers
+the routers' branches, which hold no filters and are gated where a frame
+enters them (``teamrunner.pipecat_internals.switcher.GatedBranches``): a
+frame that is not a shortcut's enters the active service's branch alone, and
+the lifecycle frames enter every branch, as pipecat's filters let them.
 """
 
 from __future__ import annotations
@@ -21,11 +25,13 @@ from typing import Any
 import pytest
 from pipecat.frames.frames import (
     BotSpeakingFrame,
+    EndFrame,
     Frame,
     InputAudioRawFrame,
     LLMContextFrame,
     LLMTextFrame,
     ManuallySwitchServiceFrame,
+    StartFrame,
     SystemFrame,
     TextFrame,
     TTSSpeakFrame,
@@ -60,8 +66,12 @@ RELIED_ON: dict[str, Callable[..., Any]] = {
     "ServiceSwitcher.push_frame": ServiceSwitcher.push_frame,
     "ParallelPipeline._parallel_push_frame": ParallelPipeline._parallel_push_frame,
     # Each branch: source → filter → service → filter → sink, filters in direct
-    # mode, passing a frame only to the active service.
+    # mode, passing a frame only to the active service. The routers build each
+    # branch without the filters and gate it with the same test where frames enter.
     "ServiceSwitcher._make_pipeline_definition": ServiceSwitcher._make_pipeline_definition,
+    "ServiceSwitcher._make_pipeline_definitions": ServiceSwitcher._make_pipeline_definitions,
+    "ServiceSwitcher.__init__": ServiceSwitcher.__init__,
+    "ParallelPipeline.__init__": ParallelPipeline.__init__,
     "FunctionFilter.process_frame": FunctionFilter.process_frame,
     "FunctionFilter._should_passthrough_frame": FunctionFilter._should_passthrough_frame,
     # The fan-out, and the pause around Start/End/Cancel.
@@ -85,6 +95,9 @@ FINGERPRINTS = {
     "ServiceSwitcher.push_frame": "5a17847b4d8bbe9c",
     "ParallelPipeline._parallel_push_frame": "20be815cd8a6d482",
     "ServiceSwitcher._make_pipeline_definition": "01bf94bf85ee8f58",
+    "ServiceSwitcher._make_pipeline_definitions": "d6b8bcf122d80f7b",
+    "ServiceSwitcher.__init__": "341ff635760a2850",
+    "ParallelPipeline.__init__": "65afef3fad29e9a8",
     "FunctionFilter.process_frame": "7de9091c51dac2e0",
     "FunctionFilter._should_passthrough_frame": "18c91d2c8e3d3288",
     "ParallelPipeline.process_frame": "7785cb9fbc693799",
@@ -130,8 +143,12 @@ def test_pipecat_code_the_shortcut_relies_on_is_unchanged() -> None:
         "check that it still (1) does nothing with a shortcut frame type but fan it out to "
         "the branches, (2) delivers it to the active service alone, through a filter that "
         "drops it elsewhere, (3) does so in direct mode, before the switcher's process_frame "
-        "returns, and (4) sends what a service pushes out the same way. If one no longer "
-        "holds, take the frame type out of SHORTCUT_FRAMES or change the shortcut. Then run "
+        "returns, and (4) sends what a service pushes out the same way; and that (5) the "
+        "switcher builds one branch per service, in the services' order, from what "
+        "_make_pipeline_definitions returns, and fans frames out with each branch's "
+        "queue_frame (teamrunner/pipecat_internals/switcher.py gates the branches there). "
+        "If one no longer holds, take the frame type out of SHORTCUT_FRAMES or change the "
+        "shortcut or the gate. Then run "
         "tests/routing and set FINGERPRINTS here to:\n"
         + "".join(f'    "{name}": "{now[name]}",\n' for name in RELIED_ON)
     )
@@ -317,7 +334,7 @@ async def test_observers_see_the_router_process_a_shortcut_frame(
 
 
 @pytest.mark.parametrize("make", OTHER_SAMPLES.values(), ids=list(OTHER_SAMPLES))
-async def test_every_other_frame_takes_pipecats_way_through_every_branch(
+async def test_every_other_frame_takes_pipecats_way_into_the_active_branch_alone(
     make: Callable[[], Frame],
 ) -> None:
     router, a, b, c = stt_router()
@@ -326,9 +343,36 @@ async def test_every_other_frame_takes_pipecats_way_through_every_branch(
 
     run = await run_router(router, [sent])
 
-    assert [f for f in entered if f is sent] == [sent, sent, sent]
+    assert [f for f in entered if f is sent] == [sent]
     assert (a.frames, b.frames, c.frames) == ([sent], [], [])
     assert list(run.down) == [sent]
+
+
+async def test_the_start_and_the_end_enter_every_branch_and_leave_once() -> None:
+    router, a, b, c = stt_router()
+    entered = record_branch_entries(router)
+
+    run = await run_router(router, [], ignore_start=False)
+
+    for service in (a, b, c):
+        assert (service.count(StartFrame), service.count(EndFrame)) == (1, 1)
+    assert sum(isinstance(f, StartFrame) for f in entered) == 3
+    assert sum(isinstance(f, StartFrame) for f in run.down) == 1
+
+
+@pytest.mark.parametrize(
+    "router_type",
+    [RoutingSTTService, RoutingLLMService, RoutingTTSService],
+    ids=lambda t: t.__name__,
+)
+def test_a_routers_branches_hold_no_filters(router_type: type[MemberRouting]) -> None:
+    a, b = Member("A"), Member("B")
+    router = router_type({"a": a, "b": b}, "a")  # type: ignore[dict-item]
+
+    inside = [p for branch in router.processors for p in branch.processors]
+
+    assert not any(isinstance(p, FunctionFilter) for p in inside)
+    assert [p for p in inside if isinstance(p, Member)] == [a, b]
 
 
 # --- 4. Through a stock switcher and through a router: the same frames out. ---
