@@ -60,23 +60,16 @@ class ManagerSerializer(ProtobufFrameSerializer):
         return caller_audio_frame(proto.audio)
 
 
+# The fields of pipecat's audio proto, each a frame attribute of the same name.
+AUDIO_FIELDS = ("id", "name", "audio", "sample_rate", "num_channels", "pts")
+# Those pipecat's serializer sets on a frame after building it.
+KEPT_FIELDS = ("id", "name", "pts")
+
+
 def bot_audio_bytes(frame: OutputAudioRawFrame) -> bytes:
     """``frame`` as pipecat's serializer writes it: each field of the proto's that is set."""
     proto = ProtoFrame()
-    audio = proto.audio
-    # pipecat sets a field only when the frame's value is truthy.
-    if frame.id:
-        audio.id = frame.id
-    if frame.name:
-        audio.name = frame.name
-    if frame.audio:
-        audio.audio = frame.audio
-    if frame.sample_rate:
-        audio.sample_rate = frame.sample_rate
-    if frame.num_channels:
-        audio.num_channels = frame.num_channels
-    if frame.pts:
-        audio.pts = frame.pts
+    copy_set_fields(frame, proto.audio, AUDIO_FIELDS)
     return proto.SerializeToString()
 
 
@@ -85,10 +78,13 @@ def caller_audio_frame(audio: Any) -> InputAudioRawFrame:
     frame = InputAudioRawFrame(
         audio=audio.audio, sample_rate=audio.sample_rate, num_channels=audio.num_channels
     )
-    if audio.id:
-        frame.id = audio.id
-    if audio.name:
-        frame.name = audio.name
-    if audio.pts:
-        frame.pts = audio.pts
+    copy_set_fields(audio, frame, KEPT_FIELDS)
     return frame
+
+
+def copy_set_fields(source: Any, target: Any, names: tuple[str, ...]) -> None:
+    """Copy each named attribute whose value is truthy: pipecat copies only those, both ways."""
+    for name in names:
+        value = getattr(source, name)
+        if value:
+            setattr(target, name, value)
