@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
@@ -341,10 +342,21 @@ class Session:
 
 
 class _ActiveMember:
-    """The member who has the call, as a log field: it follows the call's handoffs."""
+    """The member who has the call, as a log field: it follows the call's handoffs.
+
+    It holds the call weakly. The field lives in the log context, and every task
+    and timer made inside the call copies that context; asyncio's own event loop
+    keeps a cancelled timer, context and all, until the time it was set for (uvloop
+    lets it go at once), so a strong hold here kept a whole ended call alive for
+    as long as its longest cancelled wait, such as the idle watch's.
+    """
 
     def __init__(self, call: BuiltCall) -> None:
-        self._call = call
+        self._call = weakref.ref(call)
+        self._last = call.active_member.id
 
     def __str__(self) -> str:
-        return self._call.active_member.id
+        call = self._call()
+        if call is not None:
+            self._last = call.active_member.id
+        return self._last

@@ -8,7 +8,9 @@ ends it.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import weakref
 
 import httpx
 
@@ -82,6 +84,33 @@ async def test_calls_leave_no_task_or_socket_behind(
     first, *later = settled
     for tasks in later:
         assert len(tasks) <= len(first), tasks - first
+
+
+async def test_an_ended_call_leaves_none_of_its_objects_behind(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    """Once a call has ended, its session, pipeline and services can all be freed.
+
+    The tests run on asyncio's own loop, which keeps a cancelled timer (and the
+    log context it copied, which names the call) until the time it was set for.
+    """
+    cloud.openai.push(Reply.say("Hello."))
+    call = cloud.manager.expect_call(CALL_ID)
+    await start(http, runner)
+    await call.wait_rtvi("bot-llm-stopped", timeout=10)
+    session = runner.sessions.get(CALL_ID)
+    assert session is not None and session.call is not None
+    kept = [weakref.ref(session), *(weakref.ref(p) for _, p in session.call.components)]
+    assert len(kept) > 3
+
+    await http.post(f"{runner.url}/stop", params={"id": CALL_ID})
+    await asyncio.wait_for(session.finished.wait(), 10)
+    await call.wait_closed(timeout=5)
+    del session
+    await asyncio.sleep(0.1)
+    gc.collect()
+
+    assert [ref() for ref in kept if ref() is not None] == []
 
 
 async def test_barge_in_flushes_the_media_server(
