@@ -344,11 +344,12 @@ class Session:
 class _ActiveMember:
     """The member who has the call, as a log field: it follows the call's handoffs.
 
-    It holds the call weakly. The field lives in the log context, and every task
-    and timer made inside the call copies that context; asyncio's own event loop
-    keeps a cancelled timer, context and all, until the time it was set for (uvloop
-    lets it go at once), so a strong hold here kept a whole ended call alive for
-    as long as its longest cancelled wait, such as the idle watch's.
+    It holds the call weakly. The field lives in the log context, and everything
+    the loop runs for the call keeps a copy of that context, some of it past the
+    call's end: a connection the call opened in a shared pool (uvloop's transport
+    runs its callbacks in the context it was made in, for as long as the pool keeps
+    the connection), and on asyncio's own loop every cancelled timer until the time
+    it was set for. A strong hold here kept each ended call whole for that long.
     """
 
     def __init__(self, call: BuiltCall) -> None:

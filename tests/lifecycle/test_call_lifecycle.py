@@ -91,8 +91,10 @@ async def test_an_ended_call_leaves_none_of_its_objects_behind(
 ) -> None:
     """Once a call has ended, its session, pipeline and services can all be freed.
 
-    The tests run on asyncio's own loop, which keeps a cancelled timer (and the
-    log context it copied, which names the call) until the time it was set for.
+    Everything the loop runs for a call keeps a copy of its log context, which
+    names the call: here, on asyncio's own loop, cancelled timers until the time
+    they were set for, and on uvloop, as the runner ships, the shared LLM client's
+    keep-alive connections (BENCHMARKS.md section 15).
     """
     cloud.openai.push(Reply.say("Hello."))
     call = cloud.manager.expect_call(CALL_ID)
