@@ -41,16 +41,10 @@ from pipecat.frames.frames import (
     ManuallySwitchServiceFrame,
     UserSpeakingFrame,
 )
-from pipecat.pipeline.service_switcher import ServiceSwitcher
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
 from teamrunner.errors import MemberSwitchError
-from teamrunner.pipecat_internals.switcher import (
-    GatedBranches,
-    RoutingStrategy,
-    forget_old_frames,
-    gate_branches,
-)
+from teamrunner.pipecat_internals.switcher import DirectSwitcher, RoutingStrategy
 
 SpecT = TypeVar("SpecT", bound=Hashable)
 ServiceT = TypeVar("ServiceT", bound=FrameProcessor)
@@ -128,21 +122,19 @@ def ordered_services(
 # pipecat handles, so it takes the whole way until it is listed here.
 #
 # Why the two ways deliver the same frames in the same order (pipecat 1.14):
-# pipecat's way queues a frame into every branch of the switcher. In a stock
-# switcher each branch is a Pipeline of PipelineSource → FunctionFilter →
-# service → FunctionFilter → PipelineSink, whose filters pass a frame only to
-# the active service (and Start/End/Cancel to every one); a router's branches
-# are PipelineSource → service → PipelineSink, and the same test is made where
-# a frame enters the branch (``GatedBranches``, in
-# teamrunner.pipecat_internals.switcher). Pipeline, PipelineSource and the
-# filters run in direct mode, so either ends in the active service's
-# ``queue_frame`` before the switcher's ``process_frame`` returns. The
-# shortcut makes that same ``queue_frame`` call, at the same point of the
-# switcher's processing. Both run the switcher's own
+# pipecat's way runs the switcher's process_frame, which hands the frame to
+# its branches. In a stock switcher each branch is a Pipeline of
+# PipelineSource → FunctionFilter → service → FunctionFilter → PipelineSink,
+# all in direct mode, whose filters pass a frame only to the active service
+# (and Start/End/Cancel to every one); a router's branches are the services
+# themselves, and the switcher hands the frame to the active one
+# (``DirectSwitcher``, in teamrunner.pipecat_internals.switcher). Either ends
+# in the active service's ``queue_frame`` before the switcher's
+# ``process_frame`` returns. The shortcut makes that same ``queue_frame``
+# call, at the same point of the switcher's processing, without the checks
+# for switch and settings frames on the way. Both run the switcher's own
 # ``FrameProcessor.process_frame`` (observers), and whatever the service
-# pushes out leaves through its branch either way. The one difference:
-# observers do not see the frame's hop inside the switcher (source →
-# service). The parallel pipeline's pause around
+# pushes out leaves the same way. The parallel pipeline's pause around
 # Start/End/Cancel still holds: it pauses the switcher's own queues, which
 # come before either way.
 #
@@ -153,7 +145,7 @@ SHORTCUT_FRAMES: frozenset[type[Frame]] = frozenset(
 )
 
 
-class MemberRouting(GatedBranches, ServiceSwitcher[RoutingStrategy], Generic[ServiceT]):
+class MemberRouting(DirectSwitcher[RoutingStrategy], Generic[ServiceT]):
     """A ``ServiceSwitcher`` that knows which service each member uses, and switches to it.
 
     A member mapped to None has no service of this kind of its own and keeps
@@ -172,10 +164,6 @@ class MemberRouting(GatedBranches, ServiceSwitcher[RoutingStrategy], Generic[Ser
         super().__init__(
             ordered_services(by_member, start_member_id), strategy_type=RoutingStrategy
         )
-        # pipecat's switcher would keep every frame id that left it for the whole call.
-        forget_old_frames(self)
-        # One test where a frame enters a branch, in place of pipecat's two filters in it.
-        gate_branches(self)
         self._by_member: dict[str, ServiceT | None] = dict(by_member)
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:

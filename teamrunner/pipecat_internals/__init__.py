@@ -83,10 +83,14 @@ module touches one. Pinned pipecat 1.14 has no public seam for any of them:
   (switch the LLM at once): ``tests/routing/test_router_switching.py``,
   ``test_llm_switches_before_set_active_member_returns`` and
   ``test_strategy_activate_refuses_a_failed_or_foreign_service``.
-  ``ServiceSwitcher._make_pipeline_definitions`` and ``ParallelPipeline._pipelines``
-  (branches without pipecat's two filters, gated where frames enter them):
+  ``ServiceSwitcher._make_pipeline_definitions``, ``ParallelPipeline``'s state
+  (``_pipelines``, ``_seen_ids``, the pause around Start/End/Cancel) and each
+  service's ``_prev``/``_next`` (the services linked to the switcher with no
+  pipeline, source, filters or sink between, ``DirectSwitcher``):
   ``tests/routing/test_router_shortcut.py`` (fingerprints of the code it rests on,
-  the routers beside stock switchers, ``test_a_routers_branches_hold_no_filters``).
+  the routers beside stock switchers,
+  ``test_a_routers_branches_are_its_services_with_nothing_between``) and
+  ``tests/routing/test_router_memory.py``.
 
 Not here: pipecat behaviour the runner relies on through public names
 only. The voice router's wait at a handoff (``routing/tts.py``) queues a

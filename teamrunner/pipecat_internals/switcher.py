@@ -1,51 +1,53 @@
-"""pipecat's switchers: a manual strategy able to switch at once, a bounded memory, one gate.
+"""pipecat's switchers: a manual strategy able to switch at once, services linked directly.
 
 ``ServiceSwitcherStrategyManual`` switches when a ``ManuallySwitchServiceFrame``
 reaches it, through ``_set_active_if_available`` (which refuses a service
 that is not the switcher's or can no longer be used). Pinned pipecat 1.14 has
 no public way to switch without sending that frame through the switcher.
 
-A switcher is a ``ParallelPipeline``, which pushes a frame that leaves
-several of its branches only once by keeping the id of every frame that has
-left it in ``_seen_ids``, a set it never empties. In a router that is every
-frame its active service puts out, for as long as the call lasts: the
-caller's audio passed on by the STT (25 frames a second), each chunk of the
-bot's voice, each token. ``forget_old_frames`` puts a set there that keeps
-the last ``SEEN_FRAMES`` ids: a frame leaves a router's branches together
-(each branch is a pipeline in direct mode, and only lifecycle frames pass
-the inactive branches' filters), never thousands of frames apart.
-``tests/routing/test_router_memory.py`` fails if pipecat uses
-the set any other way, and checks that a router's memory stays bounded and
-that every frame, its start included, still leaves once.
+``ServiceSwitcher`` is a ``ParallelPipeline`` that wraps each service in a
+branch of its own, a ``Pipeline`` of source, ``FunctionFilter``, service,
+``FunctionFilter``, sink: the filters pass a frame only to and from the active
+service (and ``StartFrame``, ``EndFrame`` and ``CancelFrame`` to every one),
+and the source and sink hand what the service pushes to the switcher's
+``_parallel_push_frame`` (up) and ``_pipeline_sink_push_frame`` (down).
+``DirectSwitcher`` keeps pipecat's switcher and drops the branches' plumbing:
+its branches are the services themselves, a frame goes from the switcher to
+the active service's ``queue_frame`` (the lifecycle frames to every
+service's, with pipecat's pause until each has passed them on), and each
+service's neighbours are two ``BranchEnd`` objects that hand what it pushes to
+those same two methods. Five processors fewer per service than pipecat builds are built, set up,
+started, stopped, and walked by the garbage collector while the call lasts:
+a team call holds thousands of objects, and a full collection walks them all
+while no call's audio moves (BENCHMARKS.md sections 15 and 16).
+``tests/routing/test_router_shortcut.py`` fingerprints the pipecat code this
+rests on and runs stock switchers beside the routers.
 
-``ServiceSwitcher`` wraps each service in a branch of its own, a
-``Pipeline`` of source, ``FunctionFilter``, service, ``FunctionFilter``,
-sink: the first filter drops frames going down to a service that is not the
-active one, the second those going up to it; both let ``StartFrame``,
-``EndFrame`` and ``CancelFrame`` through. ``GatedBranches`` builds each branch
-as source, service, sink, and puts the same test where a frame enters the
-branch (its ``queue_frame``, which ``ParallelPipeline.process_frame`` calls
-for every branch). The services are handed the same frames in the same order,
-and two processors fewer per service are built, set up, started, stopped and
-walked by the garbage collector for as long as the call lasts: a team call
-holds thousands of objects, and a full collection walks them all while no
-call's audio moves (BENCHMARKS.md section 15). ``tests/routing/test_router_shortcut.py``
-fingerprints the pipecat code this rests on and runs stock switchers beside
-the routers.
+A ``ParallelPipeline`` pushes a frame that leaves several of its branches
+only once by keeping the id of every frame that has left it in ``_seen_ids``,
+a set pipecat never empties. In a router that is every frame its active
+service puts out, for as long as the call lasts: the caller's audio passed on
+by the STT (25 frames a second), each chunk of the bot's voice, each token.
+``DirectSwitcher`` keeps the last ``SEEN_FRAMES`` (``RecentFrameIds``): a
+frame leaves a router's branches together, never thousands of frames apart.
+``tests/routing/test_router_memory.py`` fails if pipecat uses the set any
+other way, and checks that a router's memory stays bounded and that every
+frame, its start included, still leaves once.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pipecat.frames.frames import CancelFrame, EndFrame, Frame, StartFrame
 from pipecat.pipeline.parallel_pipeline import ParallelPipeline
-from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.service_switcher import (
     ServiceSwitcher,
     ServiceSwitcherStrategy,
     ServiceSwitcherStrategyManual,
+    StrategyType,
 )
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
@@ -76,11 +78,6 @@ class RecentFrameIds:
             self._ids.discard(self._order.popleft())
 
 
-def forget_old_frames(switcher: ParallelPipeline) -> None:
-    """Make ``switcher`` keep only the latest ``SEEN_FRAMES`` frame ids."""
-    switcher._seen_ids = RecentFrameIds()  # type: ignore[assignment]
-
-
 class RoutingStrategy(ServiceSwitcherStrategyManual):
     """pipecat's manual strategy, which can also switch at once.
 
@@ -103,10 +100,99 @@ class RoutingStrategy(ServiceSwitcherStrategyManual):
 EVERY_BRANCH = (StartFrame, EndFrame, CancelFrame)
 
 
-class GatedBranches:
-    """A ``ServiceSwitcher`` mixin: branches without filters, gated where frames enter them.
+class BranchEnd:
+    """Where a service's pushes leave its branch: straight into the switcher's own handling.
 
-    Call ``gate_branches`` once pipecat's ``__init__`` has built the branches.
+    It stands where pipecat puts a ``PipelineSource`` (frames the service
+    pushes up) or a ``PipelineSink`` (frames it pushes down), which hand the
+    frame to the same switcher method once their own processing is done. It is
+    what observers see a service push to (``FramePushed.destination``), so it
+    has a name, and what Whisker's topology walks past a service (``next``,
+    ``entry_processors``).
+    """
+
+    __slots__ = ("_deliver", "name")
+
+    entry_processors: tuple[FrameProcessor, ...] = ()
+    next: FrameProcessor | None = None
+
+    def __init__(
+        self, name: str, deliver: Callable[[Frame, FrameDirection], Awaitable[None]]
+    ) -> None:
+        self.name = name
+        self._deliver = deliver
+
+    async def queue_frame(
+        self,
+        frame: Frame,
+        direction: FrameDirection = FrameDirection.DOWNSTREAM,
+        callback: Any = None,
+    ) -> None:
+        await self._deliver(frame, direction)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class _ServicesAsBranches(ParallelPipeline):
+    """pipecat's ``ParallelPipeline`` whose branches are its services themselves.
+
+    Only as ``DirectSwitcher``'s base, after ``ServiceSwitcher`` in its order,
+    so that ``ServiceSwitcher.__init__`` calls this ``__init__``, not
+    ``ParallelPipeline``'s (which would build a pipeline, source and sink for
+    each service).
+    """
+
+    def __init__(self, *branches: list[FrameProcessor]) -> None:
+        super(ParallelPipeline, self).__init__()
+        # ParallelPipeline.__init__'s state, with a bounded memory of frames out.
+        self._seen_ids = RecentFrameIds()  # type: ignore[assignment]
+        self._frame_counter: dict[int, int] = {}
+        self._synchronizing = False
+        self._buffered_frames: list[tuple[Frame, FrameDirection]] = []
+        self._pipelines = [service for [service] in branches]  # type: ignore[misc]
+        for n, service in enumerate(self._pipelines):
+            service._prev = BranchEnd(f"{self}::Source{n}", self._parallel_push_frame)  # type: ignore[assignment]
+            service._next = BranchEnd(f"{self}::Sink{n}", self._pipeline_sink_push_frame)  # type: ignore[assignment]
+
+    def _active_branch(self) -> FrameProcessor:
+        raise NotImplementedError
+
+    def processors_with_metrics(self) -> list[FrameProcessor]:
+        """The services that make metrics, as a ``Pipeline`` of them would list them."""
+        found: list[FrameProcessor] = []
+        for service in self._pipelines:
+            if service.can_generate_metrics():
+                found.append(service)
+            found.extend(service.processors_with_metrics())
+        return found
+
+    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
+        """``ParallelPipeline.process_frame``, handing a frame to the active branch alone.
+
+        Start, end and cancel go to every service, with the same pause until
+        each has passed them on.
+        """
+        await super(ParallelPipeline, self).process_frame(frame, direction)
+        if not isinstance(frame, EVERY_BRANCH):
+            await self._active_branch().queue_frame(frame, direction)
+            return
+        self._frame_counter[frame.id] = len(self._pipelines)
+        self._synchronizing = True
+        await self.pause_processing_system_frames()
+        await self.pause_processing_frames()
+        for service in self._pipelines:
+            await service.queue_frame(frame, direction)
+
+
+class DirectSwitcher(ServiceSwitcher[StrategyType], _ServicesAsBranches):
+    """pipecat's ``ServiceSwitcher``, each service linked to it with nothing between.
+
+    A frame goes from the switcher to the active service's ``queue_frame``
+    (start, end and cancel to every service's), and what a service pushes goes
+    to the switcher's own handling, where pipecat's ``PipelineSink`` and
+    ``PipelineSource`` would have sent it: the same frames in the same order,
+    and no pipeline, source, sink or filter per service.
     """
 
     @staticmethod
@@ -115,23 +201,5 @@ class GatedBranches:
     ) -> list[Any]:
         return [[service] for service in services]
 
-
-def gate_branches(switcher: ServiceSwitcher) -> None:
-    """Let a frame into a branch of ``switcher`` only if its service is the active one.
-
-    ``StartFrame``, ``EndFrame`` and ``CancelFrame`` enter every branch.
-    """
-    for branch, service in zip(switcher._pipelines, switcher.services, strict=True):
-        _gate(branch, service, switcher)
-
-
-def _gate(branch: Pipeline, service: FrameProcessor, switcher: ServiceSwitcher) -> None:
-    enter = branch.queue_frame
-
-    async def queue_frame(
-        frame: Frame, direction: FrameDirection = FrameDirection.DOWNSTREAM, callback: Any = None
-    ) -> None:
-        if switcher.strategy.active_service is service or isinstance(frame, EVERY_BRANCH):
-            await enter(frame, direction, callback)
-
-    branch.queue_frame = queue_frame  # type: ignore[method-assign]
+    def _active_branch(self) -> FrameProcessor:
+        return self.strategy.active_service

@@ -1,4 +1,4 @@
-"""The routers' shortcut and gated branches: they change nothing but cost.
+"""The routers' shortcut and direct branches: they change nothing but cost.
 
 The shortcut (``routing/router.py``) hands a frame straight to the active
 service instead of to every branch of pipecat's switcher. It is right only
@@ -7,10 +7,10 @@ these tests pin down three ways: a fingerprint of the pipecat code the
 argument rests on, a check that none of that code singles out a shortcut
 type, and the same frames through a stock pipecat switcher and through a
 router coming out the same, in the same order. The same comparison covers
-the routers' branches, which hold no filters and are gated where a frame
-enters them (``teamrunner.pipecat_internals.switcher.GatedBranches``): a
-frame that is not a shortcut's enters the active service's branch alone, and
-the lifecycle frames enter every branch, as pipecat's filters let them.
+the routers' branches, which are the services themselves, linked to the
+switcher with nothing between (``teamrunner.pipecat_internals.switcher.DirectSwitcher``):
+a frame that is not a shortcut's reaches the active service alone, and the
+lifecycle frames reach every service, as pipecat's filters let them.
 """
 
 from __future__ import annotations
@@ -51,13 +51,15 @@ from pipecat.tests.utils import SleepFrame, run_test
 
 from routing import RoutingLLMService, RoutingSTTService, RoutingTTSService
 from routing.router import SHORTCUT_FRAMES, MemberRouting
+from teamrunner.pipecat_internals.switcher import BranchEnd
 
 from routing_doubles import Member, run_router
 
 # --- 1. The pipecat code the shortcut's argument rests on has not changed. ---
 
-# What a frame meets on pipecat's way through a switcher, and what the
-# shortcut assumes of it (see the comment above SHORTCUT_FRAMES).
+# What a frame meets on pipecat's way through a switcher, what the shortcut
+# assumes of it (see the comment above SHORTCUT_FRAMES), and what the routers'
+# branches stand in for (teamrunner.pipecat_internals.switcher.DirectSwitcher).
 RELIED_ON: dict[str, Callable[..., Any]] = {
     # Nothing but fan-out for frames that are not switch, settings or context frames.
     "ServiceSwitcher.process_frame": ServiceSwitcher.process_frame,
@@ -65,9 +67,10 @@ RELIED_ON: dict[str, Callable[..., Any]] = {
     # What a service pushes leaves the same way whichever way the frame came in.
     "ServiceSwitcher.push_frame": ServiceSwitcher.push_frame,
     "ParallelPipeline._parallel_push_frame": ParallelPipeline._parallel_push_frame,
-    # Each branch: source → filter → service → filter → sink, filters in direct
-    # mode, passing a frame only to the active service. The routers build each
-    # branch without the filters and gate it with the same test where frames enter.
+    "ParallelPipeline._pipeline_sink_push_frame": ParallelPipeline._pipeline_sink_push_frame,
+    # Each stock branch: source → filter → service → filter → sink, in direct
+    # mode, passing a frame only to the active service. The routers link each
+    # service to the switcher itself, and hand a frame to the active one alone.
     "ServiceSwitcher._make_pipeline_definition": ServiceSwitcher._make_pipeline_definition,
     "ServiceSwitcher._make_pipeline_definitions": ServiceSwitcher._make_pipeline_definitions,
     "ServiceSwitcher.__init__": ServiceSwitcher.__init__,
@@ -76,7 +79,14 @@ RELIED_ON: dict[str, Callable[..., Any]] = {
     "FunctionFilter._should_passthrough_frame": FunctionFilter._should_passthrough_frame,
     # The fan-out, and the pause around Start/End/Cancel.
     "ParallelPipeline.process_frame": ParallelPipeline.process_frame,
-    # Branches are pipelines in direct mode: delivery ends before process_frame returns.
+    # Where the branches are read: set up, cleaned up, listed.
+    "ParallelPipeline.setup": ParallelPipeline.setup,
+    "ParallelPipeline.cleanup": ParallelPipeline.cleanup,
+    "ParallelPipeline.processors": ParallelPipeline.processors.fget,  # type: ignore[attr-defined]
+    "ParallelPipeline.entry_processors": ParallelPipeline.entry_processors.fget,  # type: ignore[attr-defined]
+    "ParallelPipeline.processors_with_metrics": ParallelPipeline.processors_with_metrics,
+    "Pipeline.processors_with_metrics": Pipeline.processors_with_metrics,
+    # Stock branches are pipelines in direct mode: delivery ends before process_frame returns.
     "Pipeline.__init__": Pipeline.__init__,
     "Pipeline.process_frame": Pipeline.process_frame,
     "PipelineSource.__init__": PipelineSource.__init__,
@@ -84,6 +94,9 @@ RELIED_ON: dict[str, Callable[..., Any]] = {
     "PipelineSink.__init__": PipelineSink.__init__,
     "PipelineSink.process_frame": PipelineSink.process_frame,
     "FrameProcessor.queue_frame": FrameProcessor.queue_frame,
+    # A service's push reaches whatever stands next to it through its queue_frame.
+    "FrameProcessor.push_frame": FrameProcessor.push_frame,
+    "FrameProcessor.__internal_push_frame": FrameProcessor._FrameProcessor__internal_push_frame,  # type: ignore[attr-defined]
     # What the shortcut still runs on the switcher, and skips on the branches' plumbing.
     "FrameProcessor.process_frame": FrameProcessor.process_frame,
 }
@@ -94,6 +107,7 @@ FINGERPRINTS = {
     "LLMSwitcher.process_frame": "e608a3db62e8156f",
     "ServiceSwitcher.push_frame": "5a17847b4d8bbe9c",
     "ParallelPipeline._parallel_push_frame": "20be815cd8a6d482",
+    "ParallelPipeline._pipeline_sink_push_frame": "eb08c9973cc7b853",
     "ServiceSwitcher._make_pipeline_definition": "01bf94bf85ee8f58",
     "ServiceSwitcher._make_pipeline_definitions": "d6b8bcf122d80f7b",
     "ServiceSwitcher.__init__": "341ff635760a2850",
@@ -101,6 +115,12 @@ FINGERPRINTS = {
     "FunctionFilter.process_frame": "7de9091c51dac2e0",
     "FunctionFilter._should_passthrough_frame": "18c91d2c8e3d3288",
     "ParallelPipeline.process_frame": "7785cb9fbc693799",
+    "ParallelPipeline.setup": "663601d95689b66f",
+    "ParallelPipeline.cleanup": "1345bbcef8fccf1e",
+    "ParallelPipeline.processors": "17e3341c92622289",
+    "ParallelPipeline.entry_processors": "9ce1e76d775aaac9",
+    "ParallelPipeline.processors_with_metrics": "cf013270a7c16663",
+    "Pipeline.processors_with_metrics": "b7ae03647b046fa4",
     "Pipeline.__init__": "00821dd9e966b998",
     "Pipeline.process_frame": "11219e613b382125",
     "PipelineSource.__init__": "2f320d2527547266",
@@ -108,6 +128,8 @@ FINGERPRINTS = {
     "PipelineSink.__init__": "237b00480348c923",
     "PipelineSink.process_frame": "ded13cd2eb952d42",
     "FrameProcessor.queue_frame": "fe88c4b0c7113ad7",
+    "FrameProcessor.push_frame": "9adefdbe89ecb526",
+    "FrameProcessor.__internal_push_frame": "b46f0d61ab780d14",
     "FrameProcessor.process_frame": "4c747e162495a580",
 }
 
@@ -137,18 +159,20 @@ def test_pipecat_code_the_shortcut_relies_on_is_unchanged() -> None:
     now = {name: fingerprint(function) for name, function in RELIED_ON.items()}
     changed = sorted(name for name in RELIED_ON if now[name] != FINGERPRINTS.get(name))
     assert not changed, (
-        f"pipecat changed {', '.join(changed)}. routing/router.py hands the SHORTCUT_FRAMES "
-        "straight to the active service (MemberRouting.process_frame) on an argument about "
-        "this code, written out above SHORTCUT_FRAMES. Re-read each changed function and "
-        "check that it still (1) does nothing with a shortcut frame type but fan it out to "
-        "the branches, (2) delivers it to the active service alone, through a filter that "
-        "drops it elsewhere, (3) does so in direct mode, before the switcher's process_frame "
-        "returns, and (4) sends what a service pushes out the same way; and that (5) the "
-        "switcher builds one branch per service, in the services' order, from what "
-        "_make_pipeline_definitions returns, and fans frames out with each branch's "
-        "queue_frame (teamrunner/pipecat_internals/switcher.py gates the branches there). "
-        "If one no longer holds, take the frame type out of SHORTCUT_FRAMES or change the "
-        "shortcut or the gate. Then run "
+        f"pipecat changed {', '.join(changed)}. Two things rest on this code. "
+        "routing/router.py hands the SHORTCUT_FRAMES straight to the active service "
+        "(MemberRouting.process_frame), on an argument written out above SHORTCUT_FRAMES; "
+        "teamrunner/pipecat_internals/switcher.py's DirectSwitcher links each service to the "
+        "switcher itself in place of a pipeline, source, filters and sink. Re-read each "
+        "changed function and check that it still (1) does nothing with a shortcut frame "
+        "type but fan it out to the branches, (2) delivers a frame to the active service "
+        "alone, Start/End/Cancel to every one, (3) in direct mode, before the switcher's "
+        "process_frame returns, (4) sends what a service pushes (through its neighbour's "
+        "queue_frame) to _pipeline_sink_push_frame going down and _parallel_push_frame going "
+        "up, and (5) keeps the branches in _pipelines, set up, cleaned up and listed from "
+        "there, in the state ParallelPipeline.__init__ gives it (DirectSwitcher sets the same "
+        "attributes). If one no longer holds, take the frame type out of SHORTCUT_FRAMES or "
+        "change the shortcut or DirectSwitcher. Then run "
         "tests/routing and set FINGERPRINTS here to:\n"
         + "".join(f'    "{name}": "{now[name]}",\n' for name in RELIED_ON)
     )
@@ -275,33 +299,36 @@ def test_every_shortcut_frame_type_has_a_sample() -> None:
     assert set(SHORTCUT_SAMPLES) == SHORTCUT_FRAMES
 
 
-def record_branch_entries(router: ServiceSwitcher) -> list[Frame]:
-    """Every frame that enters one of the switcher's branches (pipecat's way), as it enters."""
-    entered: list[Frame] = []
-    for branch in router.processors:
-        branch.add_event_handler("on_before_process_frame", lambda _, f: entered.append(f))
-    return entered
+class CountedRouting(RoutingSTTService):
+    """An STT router that counts the frames it hands over the switcher's whole way."""
+
+    def __init__(self, by_member: dict[str, FrameProcessor], start_member_id: str) -> None:
+        super().__init__(by_member, start_member_id)  # type: ignore[arg-type]
+        self.whole_way = 0
+
+    def _active_branch(self) -> FrameProcessor:
+        self.whole_way += 1
+        return super()._active_branch()
 
 
-def stt_router() -> tuple[RoutingSTTService, Member, Member, Member]:
+def stt_router() -> tuple[CountedRouting, Member, Member, Member]:
     a, b, c = Member("A"), Member("B"), Member("C")
-    return RoutingSTTService({"a": a, "b": b, "c": c}, "a"), a, b, c  # type: ignore[dict-item]
+    return CountedRouting({"a": a, "b": b, "c": c}, "a"), a, b, c
 
 
 @pytest.mark.parametrize("direction", list(FrameDirection), ids=lambda d: d.name.lower())
 @pytest.mark.parametrize(
     "make", SHORTCUT_SAMPLES.values(), ids=[t.__name__ for t in SHORTCUT_SAMPLES]
 )
-async def test_a_shortcut_frame_enters_no_branch_and_reaches_the_active_service(
+async def test_a_shortcut_frame_skips_the_switcher_and_reaches_the_active_service(
     make: Callable[[], Frame], direction: FrameDirection
 ) -> None:
     router, a, b, c = stt_router()
-    entered = record_branch_entries(router)
     sent = make()
 
     run = await run_router(router, [sent], direction=direction)
 
-    assert sent not in entered
+    assert router.whole_way == 0
     assert (a.frames, b.frames, c.frames) == ([sent], [], [])
     assert list(run.down if direction == FrameDirection.DOWNSTREAM else run.up) == [sent]
 
@@ -334,29 +361,26 @@ async def test_observers_see_the_router_process_a_shortcut_frame(
 
 
 @pytest.mark.parametrize("make", OTHER_SAMPLES.values(), ids=list(OTHER_SAMPLES))
-async def test_every_other_frame_takes_pipecats_way_into_the_active_branch_alone(
+async def test_every_other_frame_takes_the_switchers_way_to_the_active_service_alone(
     make: Callable[[], Frame],
 ) -> None:
     router, a, b, c = stt_router()
-    entered = record_branch_entries(router)
     sent = make()
 
     run = await run_router(router, [sent])
 
-    assert [f for f in entered if f is sent] == [sent]
+    assert router.whole_way == 1
     assert (a.frames, b.frames, c.frames) == ([sent], [], [])
     assert list(run.down) == [sent]
 
 
-async def test_the_start_and_the_end_enter_every_branch_and_leave_once() -> None:
+async def test_the_start_and_the_end_reach_every_service_and_leave_once() -> None:
     router, a, b, c = stt_router()
-    entered = record_branch_entries(router)
 
     run = await run_router(router, [], ignore_start=False)
 
     for service in (a, b, c):
         assert (service.count(StartFrame), service.count(EndFrame)) == (1, 1)
-    assert sum(isinstance(f, StartFrame) for f in entered) == 3
     assert sum(isinstance(f, StartFrame) for f in run.down) == 1
 
 
@@ -365,14 +389,31 @@ async def test_the_start_and_the_end_enter_every_branch_and_leave_once() -> None
     [RoutingSTTService, RoutingLLMService, RoutingTTSService],
     ids=lambda t: t.__name__,
 )
-def test_a_routers_branches_hold_no_filters(router_type: type[MemberRouting]) -> None:
+def test_a_routers_branches_are_its_services_with_nothing_between(
+    router_type: type[MemberRouting],
+) -> None:
     a, b = Member("A"), Member("B")
     router = router_type({"a": a, "b": b}, "a")  # type: ignore[dict-item]
 
-    inside = [p for branch in router.processors for p in branch.processors]
+    assert router.processors == [a, b]
+    assert router.entry_processors == [a, b]
+    for service in (a, b):
+        assert isinstance(service.next, BranchEnd) and isinstance(service.previous, BranchEnd)
+        assert not isinstance(service.next, FrameProcessor)
 
-    assert not any(isinstance(p, FunctionFilter) for p in inside)
-    assert [p for p in inside if isinstance(p, Member)] == [a, b]
+
+class Metered(Member):
+    def can_generate_metrics(self) -> bool:
+        return True
+
+
+def test_a_router_lists_the_services_that_make_metrics_as_a_stock_switcher_does() -> None:
+    a, b, c = Metered("A"), Member("B"), Metered("C")
+    stock = ServiceSwitcher([Metered("A"), Member("B"), Metered("C")])
+    router = RoutingSTTService({"a": a, "b": b, "c": c}, "a")  # type: ignore[dict-item]
+
+    assert [p.name for p in router.processors_with_metrics()] == ["A", "C"]
+    assert [p.name for p in stock.processors_with_metrics()] == ["A", "C"]
 
 
 # --- 4. Through a stock switcher and through a router: the same frames out. ---
