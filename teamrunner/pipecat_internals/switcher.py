@@ -105,13 +105,15 @@ class BranchEnd:
 
     It stands where pipecat puts a ``PipelineSource`` (frames the service
     pushes up) or a ``PipelineSink`` (frames it pushes down), which hand the
-    frame to the same switcher method once their own processing is done. It is
-    what observers see a service push to (``FramePushed.destination``), so it
-    has a name, and what Whisker's topology walks past a service (``next``,
-    ``entry_processors``).
+    frame to the same switcher method once their own processing is done, and
+    pass nothing on once a ``CancelFrame`` has gone through them: this end
+    closes the same way, after a ``CancelFrame`` leaves through it, or when one
+    enters its branch from its side (``close``). It is what observers see a
+    service push to (``FramePushed.destination``), so it has a name, and what
+    Whisker's topology walks past a service (``next``, ``entry_processors``).
     """
 
-    __slots__ = ("_deliver", "name")
+    __slots__ = ("_closed", "_deliver", "name")
 
     entry_processors: tuple[FrameProcessor, ...] = ()
     next: FrameProcessor | None = None
@@ -121,6 +123,11 @@ class BranchEnd:
     ) -> None:
         self.name = name
         self._deliver = deliver
+        self._closed = False
+
+    def close(self) -> None:
+        """Pass nothing more on (a ``CancelFrame`` entered the branch through this side)."""
+        self._closed = True
 
     async def queue_frame(
         self,
@@ -128,6 +135,10 @@ class BranchEnd:
         direction: FrameDirection = FrameDirection.DOWNSTREAM,
         callback: Any = None,
     ) -> None:
+        if self._closed:
+            return
+        if isinstance(frame, CancelFrame):
+            self._closed = True
         await self._deliver(frame, direction)
 
     def __str__(self) -> str:
@@ -182,6 +193,10 @@ class _ServicesAsBranches(ParallelPipeline):
         await self.pause_processing_system_frames()
         await self.pause_processing_frames()
         for service in self._pipelines:
+            if isinstance(frame, CancelFrame):
+                entry = service._prev if direction == FrameDirection.DOWNSTREAM else service._next
+                if isinstance(entry, BranchEnd):
+                    entry.close()
             await service.queue_frame(frame, direction)
 
 

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from pipecat.frames.frames import (
     BotSpeakingFrame,
+    CancelFrame,
     EndFrame,
     Frame,
     InputAudioRawFrame,
@@ -169,7 +170,8 @@ def test_pipecat_code_the_shortcut_relies_on_is_unchanged() -> None:
         "alone, Start/End/Cancel to every one, (3) in direct mode, before the switcher's "
         "process_frame returns, (4) sends what a service pushes (through its neighbour's "
         "queue_frame) to _pipeline_sink_push_frame going down and _parallel_push_frame going "
-        "up, and (5) keeps the branches in _pipelines, set up, cleaned up and listed from "
+        "up, passing nothing once a CancelFrame has gone through, and (5) keeps the "
+        "branches in _pipelines, set up, cleaned up and listed from "
         "there, in the state ParallelPipeline.__init__ gives it (DirectSwitcher sets the same "
         "attributes). If one no longer holds, take the frame type out of SHORTCUT_FRAMES or "
         "change the shortcut or DirectSwitcher. Then run "
@@ -400,6 +402,74 @@ def test_a_routers_branches_are_its_services_with_nothing_between(
     for service in (a, b):
         assert isinstance(service.next, BranchEnd) and isinstance(service.previous, BranchEnd)
         assert not isinstance(service.next, FrameProcessor)
+
+
+class Lingers(Member):
+    """A service that still pushes a frame each way after it has passed a cancel on."""
+
+    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
+        await super().process_frame(frame, direction)
+        if isinstance(frame, CancelFrame):
+            await self.push_frame(TextFrame("late, up"), FrameDirection.UPSTREAM)
+            await self.push_frame(TextFrame("late, down"))
+
+
+async def test_after_a_cancel_a_router_lets_out_what_a_stock_switcher_does() -> None:
+    out: dict[str, list[str]] = {}
+    for label in ("stock", "router"):
+        a, b = Lingers("A"), Lingers("B")
+        if label == "router":
+            switcher: ServiceSwitcher = RoutingSTTService({"a": a, "b": b}, "a")  # type: ignore[dict-item]
+        else:
+            switcher = ServiceSwitcher([a, b])
+        down, up = await run_test(switcher, frames_to_send=[CancelFrame()], send_end_frame=False)
+        out[label] = [type(f).__name__ for f in [*down, *up]]
+
+    assert out["router"] == out["stock"] == ["CancelFrame"]
+
+
+async def test_a_services_ends_pass_nothing_once_a_cancel_has_entered_its_branch() -> None:
+    a, b = Member("A"), Member("B")
+    router = RoutingSTTService({"a": a, "b": b}, "a")  # type: ignore[dict-item]
+    await run_test(router, frames_to_send=[CancelFrame()], send_end_frame=False)
+
+    late = []
+    for service in (a, b):
+        for direction in FrameDirection:
+            frame = TextFrame("late")
+            late.append(frame.id)
+            await service.push_frame(frame, direction)
+
+    assert not [frame_id for frame_id in late if frame_id in router._seen_ids]
+
+
+class Passed:
+    """A branch end's destination: records what reached it."""
+
+    def __init__(self) -> None:
+        self.frames: list[Frame] = []
+
+    async def __call__(self, frame: Frame, direction: FrameDirection) -> None:
+        self.frames.append(frame)
+
+
+@pytest.mark.parametrize(
+    ("pipecat_end", "direction"),
+    [(PipelineSink, FrameDirection.DOWNSTREAM), (PipelineSource, FrameDirection.UPSTREAM)],
+    ids=["sink", "source"],
+)
+async def test_a_branch_end_passes_on_what_pipecats_sink_or_source_does(
+    pipecat_end: type[FrameProcessor], direction: FrameDirection
+) -> None:
+    frames = [TextFrame("before"), CancelFrame(), TextFrame("after")]
+    by_pipecat, by_router = Passed(), Passed()
+    ends = [pipecat_end(by_pipecat), BranchEnd("end", by_router)]  # type: ignore[call-arg]
+
+    for end in ends:
+        for frame in frames:
+            await end.queue_frame(frame, direction)
+
+    assert by_router.frames == by_pipecat.frames == frames[:2]
 
 
 class Metered(Member):
