@@ -4,7 +4,12 @@ A call has three service slots in its pipeline: LLM, and STT and TTS when it
 hears and speaks. With one member (a single AI, a team of one) each slot
 holds that member's service as it is (``Services``): a router would only
 add a hop to every frame. With more, each holds a router over the members'
-services (``Routers``). Both answer the flow (``team_flow.TeamFlow``) the
+services (``Routers``), but for ears all the members share: an STT router
+over one service only switches it to itself, and would put a hop before it
+on every frame of the caller's audio (fifty a second), so the slot holds the
+one STT as it is. The LLM and TTS routers do more than switch (they hold the
+next member's first run, wait for the previous voice), so they stay even over
+one service. Both answer the flow (``team_flow.TeamFlow``) the
 same questions: which LLM a member uses, whether it can take the call, and
 switch to it; for ``Services`` no switch ever comes, since a team of one has
 no one to hand over to.
@@ -47,7 +52,9 @@ from teamrunner.providers.resources import SharedResources
 
 @dataclass
 class Routers:
-    """The three routers of a call of several members; STT and TTS None when it has no audio.
+    """The routers of a call of several members; STT and TTS None when it has no audio.
+
+    ``stt`` is the one STT itself, not a router, when every member hears through it.
 
     ``waiting`` are the services no router starts on that connect to their
     provider: set up without connecting, so the call answers without waiting
@@ -56,7 +63,7 @@ class Routers:
     """
 
     llm: RoutingLLMService
-    stt: RoutingSTTService | None = None
+    stt: RoutingSTTService | STTService | None = None
     tts: RoutingTTSService | None = None
     waiting: list[ConnectsWhenOpened] = field(default_factory=list)
 
@@ -112,7 +119,7 @@ class Routers:
 
     @property
     def _all(self) -> list[MemberRouting[Any]]:
-        return [r for r in (self.stt, self.llm, self.tts) if r is not None]
+        return [r for r in (self.stt, self.llm, self.tts) if isinstance(r, MemberRouting)]
 
 
 @dataclass
@@ -206,7 +213,10 @@ class ServiceBuilder:
         return Services(member_id=member.id, model=member.llm.model, llm=llm, stt=stt, tts=tts)
 
     def routers(self) -> Routers:
-        """A router per slot over the members' services, each distinct setting built once."""
+        """A router per slot over the members' services, each distinct setting built once.
+
+        The STT slot holds the one STT itself when the members all share it.
+        """
         plan, members = self._plan, self._plan.members.values()
         # One LLM per account: each member's model is set when it takes the call.
         llm_specs = {m.id: m.llm for m in members}
@@ -221,7 +231,12 @@ class ServiceBuilder:
         if plan.hears:
             stt_specs = {m.id: m.stt for m in members}
             stts: ServicePool[STTSpec, STTService] = ServicePool(self._builder(STT))
-            stt = RoutingSTTService(stts.for_members(stt_specs), plan.start_member_id)
+            stt_by_member = stts.for_members(stt_specs)
+            stt = (
+                stts.services[0]
+                if len(stts.services) == 1
+                else RoutingSTTService(stt_by_member, plan.start_member_id)
+            )
             self._name_pooled("STT", stts, stt_specs)
         if plan.speaks:
             tts_specs = {m.id: m.tts for m in members}
@@ -238,7 +253,7 @@ class ServiceBuilder:
         waiting: list[ConnectsWhenOpened] = [
             service
             for router in (stt, llm, tts)
-            if router is not None
+            if isinstance(router, MemberRouting)
             for service in router.services
             if service is not router.strategy.active_service
             and isinstance(service, ConnectsWhenOpened)

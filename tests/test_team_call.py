@@ -16,8 +16,10 @@ import contextlib
 import time
 
 import httpx
+from pipecat.services.stt_service import STTService
 
 from playground.server import RunnerServer
+from routing.router import MemberRouting
 from simulators.deepgram import ListenConnection
 from simulators.manager import Caller, CallRecord, ToolResult
 from simulators.openai import Reply
@@ -171,6 +173,32 @@ async def test_members_with_equal_settings_share_one_connection(
     assert cloud.cartesia.connections_opened + cloud.elevenlabs.connections_opened == 2
     assert cloud.cartesia.connections_opened == 1
     assert cloud.deepgram.connections_opened == 2
+
+
+async def test_members_who_all_hear_alike_share_one_stt_with_no_router_before_it(
+    cloud: Cloud, runner: RunnerServer, http: httpx.AsyncClient
+) -> None:
+    body = team_request()
+    body["resolved_team"]["members"][1]["ai"]["stt_language"] = "en"  # billing hears as the rest
+    cloud.openai.push(Reply.say("Welcome."), Reply.call("transfer_to_billing"))
+    cloud.grok.push(Reply.say("Billing here."), Reply.say("Your invoice is paid."))
+    call = cloud.manager.expect_call(CALL_ID, caller=Caller(Caller.silence(0.2)))
+
+    assert (await http.post(f"{runner.url}/run", json=body)).status_code == 200
+    await call.wait_rtvi("bot-llm-stopped", timeout=10)
+    slots = runner.sessions.get(CALL_ID).call.slots
+    # The one STT is in the pipeline itself; the LLM and the voices still have routers.
+    assert isinstance(slots.stt, STTService) and not isinstance(slots.stt, MemberRouting)
+    assert isinstance(slots.llm, MemberRouting) and isinstance(slots.tts, MemberRouting)
+
+    await caller_says(cloud, "Billing please.")
+    await call.wait(lambda c: "Billing here." in c.bot_llm_text(), 15, "billing")
+    await caller_says(cloud, "Is my invoice paid?")
+    await call.wait(lambda c: "Your invoice is paid." in c.bot_llm_text(), 15, "billing again")
+
+    assert cloud.deepgram.connections_opened == 1
+    assert cloud.grok.requests[-1].messages[-1]["content"] == "Is my invoice paid?"
+    assert [s.to_member["id"] for s in call.member_switches] == [BILLING]
 
 
 async def test_a_transition_whose_switch_fails_stays_with_the_current_member(
