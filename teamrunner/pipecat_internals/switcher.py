@@ -16,8 +16,9 @@ its branches are the services themselves, a frame goes from the switcher to
 the active service's ``queue_frame`` (the lifecycle frames to every
 service's, with pipecat's pause until each has passed them on), and each
 service's neighbours are two ``BranchEnd`` objects that hand what it pushes to
-those same two methods. Five processors fewer per service than pipecat builds are built, set up,
-started, stopped, and walked by the garbage collector while the call lasts:
+those same two methods. A service costs five processors fewer than in pipecat's
+switcher, each of which would be built, set up, started, stopped, and walked by the
+garbage collector while the call lasts:
 a team call holds thousands of objects, and a full collection walks them all
 while no call's audio moves (BENCHMARKS.md sections 15 and 16).
 ``tests/routing/test_router_shortcut.py`` fingerprints the pipecat code this
@@ -162,9 +163,15 @@ class _ServicesAsBranches(ParallelPipeline):
         self._synchronizing = False
         self._buffered_frames: list[tuple[Frame, FrameDirection]] = []
         self._pipelines = [service for [service] in branches]  # type: ignore[misc]
+        # Each service's two ends, by the direction a frame enters its branch through them.
+        self._entries: dict[FrameDirection, list[BranchEnd]] = {d: [] for d in FrameDirection}
         for n, service in enumerate(self._pipelines):
-            service._prev = BranchEnd(f"{self}::Source{n}", self._parallel_push_frame)  # type: ignore[assignment]
-            service._next = BranchEnd(f"{self}::Sink{n}", self._pipeline_sink_push_frame)  # type: ignore[assignment]
+            up = BranchEnd(f"{self}::Source{n}", self._parallel_push_frame)
+            down = BranchEnd(f"{self}::Sink{n}", self._pipeline_sink_push_frame)
+            service._prev = up  # type: ignore[assignment]
+            service._next = down  # type: ignore[assignment]
+            self._entries[FrameDirection.DOWNSTREAM].append(up)
+            self._entries[FrameDirection.UPSTREAM].append(down)
 
     def _active_branch(self) -> FrameProcessor:
         raise NotImplementedError
@@ -192,11 +199,10 @@ class _ServicesAsBranches(ParallelPipeline):
         self._synchronizing = True
         await self.pause_processing_system_frames()
         await self.pause_processing_frames()
-        for service in self._pipelines:
-            if isinstance(frame, CancelFrame):
-                entry = service._prev if direction == FrameDirection.DOWNSTREAM else service._next
-                if isinstance(entry, BranchEnd):
-                    entry.close()
+        cancels = isinstance(frame, CancelFrame)
+        for service, entry in zip(self._pipelines, self._entries[direction], strict=True):
+            if cancels:
+                entry.close()  # as pipecat's source or sink would, the frame going through it
             await service.queue_frame(frame, direction)
 
 
