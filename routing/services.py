@@ -89,7 +89,7 @@ class Routers:
         Raises:
             MemberSwitchError: a router knows no such member.
         """
-        services = [router.service_for(member_id) for router in self._all]
+        services = [router.service_for(member_id) for router in self.routing_slots]
         # Nearly always none: a handoff then neither waits nor yields.
         unopened = [s for s in self.waiting if s in services and not s.opened]
         if unopened:
@@ -97,12 +97,12 @@ class Routers:
 
     def check_member(self, member_id: str) -> None:
         """Raise ``MemberSwitchError`` unless every router can switch to ``member_id`` now."""
-        for router in self._all:
+        for router in self.routing_slots:
             router.check_member(member_id)
 
     async def switch(self, member_id: str) -> None:
         """Switch every router to ``member_id`` (checked by ``check_member`` first)."""
-        for router in self._all:
+        for router in self.routing_slots:
             await router.set_active_member(member_id)
 
     def active_tts(self) -> FrameProcessor:
@@ -118,7 +118,8 @@ class Routers:
         await self.llm.member_ready()
 
     @property
-    def _all(self) -> list[MemberRouting[Any]]:
+    def routing_slots(self) -> list[MemberRouting[Any]]:
+        """The slots that hold a router (not a shared STT, nor the slots a call has not)."""
         return [r for r in (self.stt, self.llm, self.tts) if isinstance(r, MemberRouting)]
 
 
@@ -249,18 +250,18 @@ class ServiceBuilder:
                 parting=parting,
             )
             self._name_pooled("TTS", ttss, tts_specs)
+        routers = Routers(llm=llm, stt=stt, tts=tts)
         # Only what the start member uses connects before the call answers.
-        waiting: list[ConnectsWhenOpened] = [
+        routers.waiting = [
             service
-            for router in (stt, llm, tts)
-            if isinstance(router, MemberRouting)
+            for router in routers.routing_slots
             for service in router.services
             if service is not router.strategy.active_service
             and isinstance(service, ConnectsWhenOpened)
         ]
-        for service in waiting:
+        for service in routers.waiting:
             service.defer_connecting()
-        return Routers(llm=llm, stt=stt, tts=tts, waiting=waiting)
+        return routers
 
     def _builder(self, registry: Registry[Any, Any]) -> Callable[[Any], Any]:
         """A function building a service of ``registry`` for a spec."""
