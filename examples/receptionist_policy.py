@@ -6,7 +6,7 @@ contract the runner speaks (README, "Remote policy"), with nothing but the
 Python standard library, so you can read it in one go and replace ``decide``
 with your own logic: a state machine, a database lookup, a CRM, an LLM.
 
-    python3 examples/receptionist_policy.py [--port 8080] [--token SECRET]
+    python3 examples/receptionist_policy.py [--port 8080] [--token=SECRET]
 
 The flow has three nodes and shows all three actions and variables that
 accumulate across turns:

@@ -2,7 +2,7 @@
 
 ``ExamplePolicy`` starts ``examples/receptionist_policy.py`` exactly as its
 docstring says to run it (``python3 examples/receptionist_policy.py --port 0
---token T``), with a token of its own, on an ephemeral port it reads from the
+--token=T``), with a token of its own, on an ephemeral port it reads from the
 line the service prints, and stops it afterwards. The lines the service
 prints about each request are kept (``requests``), not echoed.
 
@@ -43,13 +43,14 @@ class ExamplePolicy:
             ``timeout_secs`` are kept; its address and token become the service's.
     """
 
-    def __init__(self, base: RemotePolicy | None = None) -> None:
+    def __init__(self, base: RemotePolicy | None = None, token: str | None = None) -> None:
         self._base = base or RemotePolicy(url="http://127.0.0.1")
-        self.token = secrets.token_urlsafe(18)
+        self.token = token or secrets.token_urlsafe(18)
         self.url = ""
         self.requests: list[str] = []
         self._process: asyncio.subprocess.Process | None = None
         self._reader: asyncio.Task[None] | None = None
+        self._drain: asyncio.Task[None] | None = None
 
     @property
     def remote_policy(self) -> RemotePolicy:
@@ -69,10 +70,11 @@ class ExamplePolicy:
             str(EXAMPLE),
             "--port",
             "0",
-            "--token",
-            self.token,
+            # One argument, not two: a URL-safe token starts with "-" one time in 64, and
+            # argparse would read "--token -x..." as an option with its value missing.
+            f"--token={self.token}",
             stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
         )
         assert self._process.stdout is not None
         try:
@@ -81,10 +83,31 @@ class ExamplePolicy:
             first = b""
         found = _LISTENING.search(first.decode(errors="replace"))
         if found is None:
+            why = await self._why_not_started()
             await self.stop()
-            raise ExamplePolicyError("the example policy service did not start")
+            raise ExamplePolicyError(f"the example policy service did not start: {why}")
         self.url = found.group(1)
+        self._drain = asyncio.get_running_loop().create_task(self._discard(self._process))
         self._reader = asyncio.get_running_loop().create_task(self._read(self._process.stdout))
+
+    async def _why_not_started(self) -> str:
+        """The last line the service wrote to stderr, its token masked, or that it hung."""
+        assert self._process is not None and self._process.stderr is not None
+        if self._process.returncode is None:
+            try:
+                await asyncio.wait_for(self._process.wait(), 1.0)
+            except TimeoutError:
+                return f"it printed no address within {START_TIMEOUT_SECS:g} s"
+        lines = (await self._process.stderr.read()).decode(errors="replace").strip().splitlines()
+        last = lines[-1] if lines else "no message"
+        return f"it exited ({self._process.returncode}): {last.replace(self.token, '***')}"
+
+    @staticmethod
+    async def _discard(process: asyncio.subprocess.Process) -> None:
+        """Read the running service's stderr so a traceback cannot fill its pipe and stall it."""
+        assert process.stderr is not None
+        while await process.stderr.read(65536):
+            pass
 
     async def _read(self, stdout: asyncio.StreamReader) -> None:
         """Keep what the service prints about each request (and keep its pipe from filling)."""
@@ -95,9 +118,9 @@ class ExamplePolicy:
         if self._process is not None and self._process.returncode is None:
             self._process.terminate()
             await self._process.wait()
-        if self._reader is not None:
-            await asyncio.gather(self._reader, return_exceptions=True)
-        self._process = self._reader = None
+        tasks = [task for task in (self._reader, self._drain) if task is not None]
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._process = self._reader = self._drain = None
 
     async def __aenter__(self) -> Self:
         await self.start()
